@@ -1,0 +1,318 @@
+"""Card choice: which accelerator gives the most for the money, for a user's need.
+
+Pure calculations over catalog tables (pandas frames in, records out).
+
+Metrics (``precision`` selects the throughput column; all throughput is dense):
+
+* ``tflops_per_1k``  — dense TFLOPS (TOPS for int8) per 1 000 units of the display currency of the card's
+  price; for the cloud basis, per 1 unit of currency per GPU-hour.
+* ``gbps_per_1k``   — memory bandwidth [GB/s] per 1 000 of currency (per 1 currency/hour in the cloud).
+* ``vram_per_1k``   — memory [GiB] per 1 000 of currency (per 1 currency/hour in the cloud).
+* ``tflops_per_watt`` — dense TFLOPS per watt of board power (TDP).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from gpucost.catalog import Catalog
+from gpucost.errors import GpucostError, UnknownNameError
+
+#: precision → the gpus.csv column with its dense throughput
+PRECISION_COLUMN = {
+    "fp32": "fp32_tflops", "fp16": "fp16_tflops", "bf16": "bf16_tflops",
+    "fp8": "fp8_tflops", "int8": "int8_tops",
+}
+#: precision → the minimum NVIDIA compute capability for its tensor-core math (DESIGN.md, CUDA docs)
+MIN_COMPUTE_CAPABILITY = {"bf16": 8.0, "fp8": 8.9}
+PRICE_BASES = ("new", "used", "cloud")
+METRICS = ("tflops_per_1k", "gbps_per_1k", "vram_per_1k", "tflops_per_watt")
+SORTABLE = METRICS + ("vram_gib", "mem_bandwidth_gbps", "fp32_tflops", "fp16_tflops", "bf16_tflops",
+                      "fp8_tflops", "int8_tops", "tdp_w", "price", "price_new", "price_used",
+                      "cloud_hourly", "release_year", "name")
+#: the model and format behind the "too small for a 70B model even at 4 bits" warning
+REFERENCE_70B_MODEL = "llama-3-70b"
+REFERENCE_4BIT_FORMAT = "q4_k_m"
+
+
+@dataclass(frozen=True)
+class Need:
+    """What the user needs from a card.
+
+    min_vram_gib : float  [GiB] per card
+    precision    : str    fp32 | bf16 | fp16 | fp8 | int8
+    budget       : float | None  [display currency] per card (new/used) or per GPU-hour (cloud)
+    price_basis  : str    new | used | cloud
+    currency     : str    display currency (ISO code in fx.csv)
+    vendors      : tuple  vendor names to keep (empty: all)
+    segments     : tuple  consumer / workstation / datacenter to keep (empty: all)
+    """
+
+    min_vram_gib: float = 0.0
+    precision: str = "bf16"
+    budget: float | None = None
+    price_basis: str = "new"
+    currency: str = "USD"
+    vendors: tuple[str, ...] = ()
+    segments: tuple[str, ...] = ()
+
+    def check(self) -> None:
+        if self.precision not in PRECISION_COLUMN:
+            raise UnknownNameError("precision", self.precision, PRECISION_COLUMN)
+        if self.price_basis not in PRICE_BASES:
+            raise UnknownNameError("price basis", self.price_basis, PRICE_BASES)
+        if not (self.min_vram_gib >= 0) or math.isinf(self.min_vram_gib):
+            raise GpucostError(f"minimum VRAM must be a number >= 0 GiB, not {self.min_vram_gib}")
+        if self.budget is not None and not (self.budget > 0):
+            raise GpucostError(f"budget must be greater than zero, not {self.budget}")
+
+
+@dataclass(frozen=True)
+class CardScore:
+    """One ranked card. Prices in ``currency``; ``price`` is the one of the chosen basis."""
+
+    rank: int
+    id: str
+    name: str
+    vendor: str
+    segment: str
+    vram_gib: float
+    mem_bandwidth_gbps: float
+    throughput: float
+    price: float
+    currency: str
+    price_basis: str
+    tflops_per_1k: float
+    gbps_per_1k: float
+    vram_per_1k: float
+    tflops_per_watt: float
+    on_frontier: bool
+    price_source: str
+    price_as_of: str
+    warnings: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["warnings"] = list(self.warnings)
+        return {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in d.items()}
+
+
+@dataclass(frozen=True)
+class Ranking:
+    need: Need
+    cards: tuple[CardScore, ...]
+    excluded: tuple[tuple[str, str], ...] = field(default=())  # (id, reason)
+    sort_by: str = "tflops_per_1k"
+
+    @property
+    def frontier(self) -> tuple[str, ...]:
+        return tuple(c.id for c in self.cards if c.on_frontier)
+
+    def to_dict(self) -> dict:
+        return {"need": asdict(self.need), "sort_by": self.sort_by,
+                "cards": [c.to_dict() for c in self.cards],
+                "frontier": list(self.frontier),
+                "excluded": [{"id": i, "reason": r} for i, r in self.excluded]}
+
+
+# --------------------------------------------------------------------------------------------------
+
+def price_summary(catalog: Catalog, currency: str) -> pd.DataFrame:
+    """Per GPU: price_new, price_used and cloud_hourly in ``currency``, each with its source and date.
+
+    A card's street price is the median of its rows in the display currency when there are any (a
+    Chinese buyer sees Chinese prices), else the median of all its rows converted through fx.csv. The
+    cloud price is the lowest on-demand price per GPU-hour over all offers.
+    """
+    currency = currency.upper()
+    catalog.fx_rate(currency)  # raises on an unknown currency
+    prices = catalog.prices
+    rates = catalog.fx.set_index("currency")["per_usd"]
+    out = pd.DataFrame(index=pd.Index(catalog.gpus["id"], name="id"))
+    for cond in ("new", "used"):
+        rows = prices[prices["condition"] == cond].copy()
+        rows["in_target"] = rows["currency"] == currency
+        rows["value"] = rows["price"] * (rates[currency] / rows["currency"].map(rates).to_numpy())
+        has_local = rows.groupby("gpu_id")["in_target"].transform("any")
+        rows = rows[~has_local | rows["in_target"]]
+        g = rows.groupby("gpu_id")
+        out[f"price_{cond}"] = g["value"].median()
+        out[f"price_{cond}_source"] = g["source"].agg(lambda s: " ; ".join(dict.fromkeys(s)))
+        out[f"price_{cond}_as_of"] = g["as_of"].max()
+    offers = catalog.offers
+    per_gpu = offers["Price"] / offers["AcceleratorCount"]
+    per_gpu = per_gpu * (rates[currency] / offers["currency"].map(rates).to_numpy())
+    o = offers.assign(per_gpu=per_gpu).dropna(subset=["per_gpu"]).sort_values("per_gpu")
+    best = o.groupby("gpu_id").first()
+    out["cloud_hourly"] = best["per_gpu"]
+    out["cloud_source"] = best["source"]
+    out["cloud_as_of"] = best["as_of"]
+    out["cloud_offer"] = best["provider"] + " " + best["InstanceType"]
+    return out.reset_index()
+
+
+def card_table(catalog: Catalog, currency: str = "USD") -> pd.DataFrame:
+    """The gpus table joined with its prices in ``currency`` (see :func:`price_summary`)."""
+    return catalog.gpus.merge(price_summary(catalog, currency), on="id", how="left")
+
+
+def weights_gib(params_b: float, bits_per_weight: float) -> float:
+    """Weight memory [GiB] of ``params_b`` billion parameters at ``bits_per_weight``."""
+    return params_b * 1e9 * bits_per_weight / 8 / 2**30
+
+
+def reference_70b_4bit_gib(catalog: Catalog) -> float | None:
+    """Weights of the reference 70B model at the reference 4-bit format, from models/quant tables."""
+    try:
+        models = catalog.table("models").set_index("id")
+        quants = catalog.table("quant_formats").set_index("id")
+        return weights_gib(float(models.loc[REFERENCE_70B_MODEL, "params_total_b"]),
+                           float(quants.loc[REFERENCE_4BIT_FORMAT, "bits_per_weight"]))
+    except (KeyError, GpucostError):
+        return None
+
+
+def card_warnings(row: pd.Series, need: Need, big_model_gib: float | None) -> tuple[str, ...]:
+    """Warnings that matter when choosing this card."""
+    w: list[str] = []
+    nvlink = row.get("nvlink_gbps")
+    no_link = nvlink is None or (isinstance(nvlink, float) and math.isnan(nvlink))
+    if row["vendor"] == "NVIDIA" and row["segment"] == "consumer":
+        w.append("GeForce: no MIG" + (", no NVLink: multi-card traffic goes over PCIe" if no_link else "")
+                 + "; datacenter use is excluded by the GeForce driver licence")
+    elif no_link and row["segment"] != "consumer":
+        w.append("no NVLink-class link: multi-card training scales over PCIe")
+    cc = row.get("compute_capability")
+    if row["vendor"] == "NVIDIA" and cc == cc and cc is not None:
+        if cc < MIN_COMPUTE_CAPABILITY["fp8"]:
+            w.append(f"no FP8 tensor cores (compute capability {cc:g} < 8.9)")
+        if cc < MIN_COMPUTE_CAPABILITY["bf16"]:
+            w.append(f"no BF16 (compute capability {cc:g} < 8.0): train in FP16 with loss scaling")
+    if row["vendor"] == "AMD":
+        w.append("AMD: needs ROCm support in your framework and engine (PyTorch ROCm build, vLLM ROCm, "
+                 "llama.cpp HIP/Vulkan); check before buying")
+    if row["vendor"] in ("Intel", "Huawei"):
+        w.append(f"{row['vendor']}: needs its own software stack (Gaudi: SynapseAI; Ascend: CANN)")
+    if big_model_gib is not None and row["vram_gib"] < big_model_gib:
+        n = math.ceil(big_model_gib / row["vram_gib"])
+        w.append(f"too small for a 70B model on one card: its weights alone take {big_model_gib:.1f} GiB "
+                 f"even at 4 bits (Q4_K_M) — at least {n} cards, before the KV cache")
+    if row["segment"] in ("consumer", "workstation"):
+        w.append(f"multi-card desktop: 2 cards draw {2 * row['tdp_w']:.0f} W and 4 draw "
+                 f"{4 * row['tdp_w']:.0f} W before the host; size the PSU, circuit and airflow")
+    return tuple(w)
+
+
+def pareto_frontier(price: np.ndarray, perf: np.ndarray) -> np.ndarray:
+    """Mask of points not dominated by another (lower-or-equal price and higher-or-equal perf)."""
+    n = len(price)
+    mask = np.zeros(n, dtype=bool)
+    order = np.lexsort((-perf, price))  # by price asc, then perf desc
+    best = -np.inf
+    for i in order:
+        if perf[i] > best:
+            mask[i] = True
+            best = perf[i]
+    return mask
+
+
+def rank_cards(need: Need, catalog: Catalog | None = None, *, table: pd.DataFrame | None = None,
+               sort_by: str = "tflops_per_1k") -> Ranking:
+    """Rank the catalog's cards for ``need``; ``table`` (from :func:`card_table`) saves a reload."""
+    need.check()
+    if sort_by not in SORTABLE:
+        raise UnknownNameError("sort metric", sort_by, SORTABLE)
+    catalog = catalog or Catalog()
+    t = table if table is not None else card_table(catalog, need.currency)
+    perf_col = PRECISION_COLUMN[need.precision]
+    price_col = {"new": "price_new", "used": "price_used", "cloud": "cloud_hourly"}[need.price_basis]
+    scale = 1.0 if need.price_basis == "cloud" else 1000.0
+
+    reasons = pd.Series("", index=t.index)
+
+    def exclude(mask, why) -> None:
+        nonlocal reasons
+        reasons = reasons.where(~(mask & (reasons == "")), why)
+
+    if need.vendors:
+        exclude(~t["vendor"].str.lower().isin([v.lower() for v in need.vendors]), "vendor not selected")
+    if need.segments:
+        exclude(~t["segment"].isin(need.segments), "segment not selected")
+    exclude(t["vram_gib"] < need.min_vram_gib, f"less than {need.min_vram_gib:g} GiB of memory")
+    exclude(t[perf_col].isna(), f"no dense {need.precision.upper()} figure (unsupported)")
+    exclude(t[price_col].isna(), f"no {need.price_basis} price in the catalog")
+    if need.budget is not None:
+        exclude(t[price_col] > need.budget, f"over the budget of {need.budget:g} {need.currency}")
+
+    keep = t[reasons == ""].copy()
+    price = keep[price_col].to_numpy(float)
+    perf = keep[perf_col].to_numpy(float)
+    keep["price"] = price
+    keep["throughput"] = perf
+    keep["tflops_per_1k"] = perf / price * scale
+    keep["gbps_per_1k"] = keep["mem_bandwidth_gbps"] / price * scale
+    keep["vram_per_1k"] = keep["vram_gib"] / price * scale
+    keep["tflops_per_watt"] = perf / keep["tdp_w"]
+    keep["on_frontier"] = pareto_frontier(price, perf)
+    keep["price_new"] = keep["price_new"]
+    ascending = sort_by in ("price", "price_new", "price_used", "cloud_hourly", "tdp_w", "name")
+    keep = keep.sort_values([sort_by, "id"], ascending=[ascending, True], na_position="last")
+
+    big = reference_70b_4bit_gib(catalog) if catalog is not None else None
+    src_col = {"new": "price_new_source", "used": "price_used_source", "cloud": "cloud_source"}[
+        need.price_basis]
+    asof_col = {"new": "price_new_as_of", "used": "price_used_as_of", "cloud": "cloud_as_of"}[
+        need.price_basis]
+    cards = []
+    for rank, (_, r) in enumerate(keep.iterrows(), start=1):
+        cards.append(CardScore(
+            rank=rank, id=r["id"], name=r["name"], vendor=r["vendor"], segment=r["segment"],
+            vram_gib=float(r["vram_gib"]), mem_bandwidth_gbps=float(r["mem_bandwidth_gbps"]),
+            throughput=float(r["throughput"]), price=float(r["price"]), currency=need.currency.upper(),
+            price_basis=need.price_basis, tflops_per_1k=float(r["tflops_per_1k"]),
+            gbps_per_1k=float(r["gbps_per_1k"]), vram_per_1k=float(r["vram_per_1k"]),
+            tflops_per_watt=float(r["tflops_per_watt"]), on_frontier=bool(r["on_frontier"]),
+            price_source=str(r[src_col]), price_as_of=str(r[asof_col]),
+            warnings=card_warnings(r, need, big)))
+    excluded = tuple((str(i), str(why)) for i, why in zip(t["id"], reasons, strict=True) if why)
+    return Ranking(need=need, cards=tuple(cards), excluded=excluded, sort_by=sort_by)
+
+
+def gpu_list(catalog: Catalog | None = None, *, currency: str = "USD", min_vram_gib: float = 0.0,
+             vendor: str | None = None, sort_by: str = "vram_gib") -> list[dict]:
+    """The catalog's cards with their prices, as plain records (what ``gpucost gpus --json`` prints)."""
+    catalog = catalog or Catalog()
+    if sort_by not in SORTABLE:
+        raise UnknownNameError("sort metric", sort_by, SORTABLE)
+    t = card_table(catalog, currency)
+    if vendor:
+        vendors = sorted(set(t["vendor"]))
+        match = [v for v in vendors if v.lower() == vendor.lower()]
+        if not match:
+            raise UnknownNameError("vendor", vendor, vendors)
+        t = t[t["vendor"] == match[0]]
+    t = t[t["vram_gib"] >= min_vram_gib]
+    if sort_by in METRICS:
+        perf = t["bf16_tflops"].fillna(t["fp16_tflops"])
+        price = t["price_new"]
+        t = t.assign(tflops_per_1k=perf / price * 1000, gbps_per_1k=t["mem_bandwidth_gbps"] / price * 1000,
+                     vram_per_1k=t["vram_gib"] / price * 1000, tflops_per_watt=perf / t["tdp_w"])
+    ascending = sort_by in ("price", "price_new", "price_used", "cloud_hourly", "tdp_w", "name")
+    if sort_by == "price":
+        sort_by = "price_new"
+    t = t.sort_values([sort_by, "id"], ascending=[ascending, True], na_position="last")
+    cols = ["id", "name", "vendor", "segment", "architecture", "compute_capability", "vram_gib",
+            "mem_bandwidth_gbps", "fp32_tflops", "fp16_tflops", "bf16_tflops", "fp8_tflops", "int8_tops",
+            "tdp_w", "nvlink_gbps", "mig_max_instances", "price_new", "price_used", "cloud_hourly",
+            "cloud_offer", "source", "as_of", "price_new_source", "price_new_as_of",
+            "price_used_source", "price_used_as_of"]
+    recs = []
+    for r in t[cols].to_dict(orient="records"):
+        r = {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in r.items()}
+        r["currency"] = currency.upper()
+        recs.append(r)
+    return recs

@@ -1,0 +1,496 @@
+"""The one loader of gpucost's data tables, with schema validation and user overrides.
+
+Every table is a CSV file with a header row. The bundled tables live in ``data/`` of the repository
+(installed as ``gpucost/data``). A user replaces any table with their own file by
+
+* ``GPUCOST_DATA_DIR=DIR`` — each table is read from ``DIR/<name>.csv`` when that file exists, else the
+  bundled one is used;
+* the ``path=`` / ``overrides=`` arguments of :func:`load_table` and :class:`Catalog`;
+* an upload on a page (which goes through :func:`validate_bytes`).
+
+A bad file raises :class:`gpucost.errors.DataError` naming the file, the row and the column. A SkyPilot
+catalog ``vms.csv`` is accepted wherever ``cloud_offers`` is expected (:func:`load_skypilot_vms`).
+"""
+
+from __future__ import annotations
+
+import ast
+import io
+import os
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import date
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from gpucost.errors import DataError, UnknownNameError, closest
+
+# --------------------------------------------------------------------------------------------------
+# Schemas. A column kind is one of:
+#   id        non-empty text, unique in the table
+#   str       non-empty text            str?   optional text
+#   num+      number > 0                num+?  optional number > 0
+#   num0      number >= 0               num0?  optional number >= 0
+#   num?      optional number (any sign)
+#   int0      whole number >= 0         int+? optional whole number > 0     int0? optional whole >= 0
+#   bool      true/false (also yes/no, 1/0)        bool?  optional
+#   date      YYYY-MM-DD
+#   enum:a|b  one of the listed values (case-insensitive on input, stored as listed)
+#   currency  an ISO code present in fx.csv
+#   ref:T     an id of table T (gpus, models, quant_formats)
+#   ref:T?    optional reference
+# --------------------------------------------------------------------------------------------------
+
+SOURCE_COLS = {"source": "str", "as_of": "date", "notes": "str?"}
+
+SCHEMAS: dict[str, dict[str, str]] = {
+    "gpus": {
+        "id": "id", "name": "str", "vendor": "enum:NVIDIA|AMD|Intel|Huawei",
+        "segment": "enum:consumer|workstation|datacenter", "architecture": "str",
+        "compute_capability": "num+?", "vram_gib": "num+", "memory_type": "str?",
+        "mem_bandwidth_gbps": "num+", "fp32_tflops": "num+", "fp16_tflops": "num+",
+        "bf16_tflops": "num+?", "fp8_tflops": "num+?", "int8_tops": "num+?", "tdp_w": "num+",
+        "pcie_gen": "int+?", "nvlink_gbps": "num+?", "link_name": "str?", "mig_max_instances": "int0",
+        "release_year": "int+?", "aliases": "str?", **SOURCE_COLS,
+    },
+    "prices": {
+        "gpu_id": "ref:gpus", "condition": "enum:new|used", "price": "num+", "currency": "currency",
+        "region": "str", "channel": "str?", **SOURCE_COLS,
+    },
+    "cloud_offers": {
+        "provider": "str", "InstanceType": "str", "AcceleratorName": "str", "AcceleratorCount": "num+",
+        "vCPUs": "num+?", "MemoryGiB": "num+?", "Price": "num+?", "SpotPrice": "num+?",
+        "ReservedPrice1y": "num+?", "ReservedPrice3y": "num+?", "Region": "str?",
+        "currency": "currency", "gpu_id": "ref:gpus", **SOURCE_COLS,
+    },
+    "fx": {"currency": "id", "per_usd": "num+", **SOURCE_COLS},
+    "models": {
+        "id": "id", "hf_repo": "str?", "aliases": "str?", "family": "str", "kind": "enum:llm|diffusion",
+        "params_total_b": "num+", "params_active_b": "num+?", "num_layers": "int+?",
+        "hidden_size": "int+?", "num_attention_heads": "int+?", "num_kv_heads": "int+?",
+        "head_dim": "int+?", "intermediate_size": "int+?", "moe_intermediate_size": "int+?",
+        "vocab_size": "int+?", "max_context": "int+?", "tie_embeddings": "bool?",
+        "num_experts": "int0?", "experts_per_token": "int0?", "num_shared_experts": "int0?",
+        "first_dense_layers": "int0?", "sliding_window": "int+?", "sliding_window_layers": "int0?",
+        "kv_lora_rank": "int+?", "q_lora_rank": "int+?", "qk_rope_head_dim": "int+?",
+        "qk_nope_head_dim": "int+?", "v_head_dim": "int+?", "torch_dtype": "str?", **SOURCE_COLS,
+    },
+    "quant_formats": {
+        "id": "id", "name": "str", "family": "str", "bits_per_weight": "num+", "group_size": "int+?",
+        "overhead_note": "str?", "high_precision_tensors": "str?", "kv_compatible": "str?",
+        "min_compute_capability": "num+?", "engines": "str?", "ppl_delta": "num?",
+        "ppl_delta_model": "str?", "ppl_delta_source": "str?", **SOURCE_COLS,
+    },
+    "benchmarks": {
+        "id": "id", "category": "enum:file_size|inference_memory|training_memory|decode_speed|prefill_speed|mfu",
+        "model_id": "str", "quant": "str?", "mode": "str?", "engine": "str?", "engine_version": "str?",
+        "gpu_id": "str?", "num_gpus": "int+?", "batch": "int+?", "context": "int0?",
+        "gen_tokens": "int0?", "lora_rank": "int+?", "grad_checkpointing": "bool?", "optimizer": "str?",
+        "zero_stage": "int0?", "measured": "num+", "unit": "str", **SOURCE_COLS,
+    },
+}
+
+#: Tables whose rows refer to other tables load those first (for ``ref:`` and ``currency`` checks).
+TABLE_NAMES: tuple[str, ...] = tuple(SCHEMAS)
+
+_TRUE = {"true", "yes", "1", "y", "t"}
+_FALSE = {"false", "no", "0", "n", "f"}
+_DATE_RE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+
+
+def bundled_data_dir() -> Path:
+    """The folder of the bundled tables: ``gpucost/data`` when installed, ``<repo>/data`` in a checkout."""
+    here = Path(__file__).resolve().parent
+    for cand in (here / "data", here.parent / "data"):
+        if (cand / "gpus.csv").is_file():
+            return cand
+    return here.parent / "data"
+
+
+def user_data_dir() -> Path | None:
+    """``GPUCOST_DATA_DIR`` when set (it need not hold every table)."""
+    val = os.environ.get("GPUCOST_DATA_DIR", "").strip()
+    return Path(val).expanduser() if val else None
+
+
+def table_path(name: str, data_dir: str | Path | None = None) -> Path:
+    """Where table ``name`` is read from: ``data_dir`` or ``GPUCOST_DATA_DIR`` first, else bundled."""
+    _check_name(name)
+    for d in (Path(data_dir) if data_dir else None, user_data_dir()):
+        if d is not None and (d / f"{name}.csv").is_file():
+            return d / f"{name}.csv"
+    return bundled_data_dir() / f"{name}.csv"
+
+
+def _check_name(name: str) -> None:
+    if name not in SCHEMAS:
+        raise UnknownNameError("table", name, SCHEMAS, hint="valid tables: " + ", ".join(SCHEMAS))
+
+
+# --------------------------------------------------------------------------------------------------
+# Parsing and validation
+# --------------------------------------------------------------------------------------------------
+
+def _read_csv_text(text: str, label: str) -> pd.DataFrame:
+    try:
+        df = pd.read_csv(io.StringIO(text), dtype=str, keep_default_na=False, na_filter=False,
+                         skipinitialspace=False)
+    except pd.errors.EmptyDataError:
+        raise DataError("the file is empty (a header row is needed)", file=label) from None
+    except (pd.errors.ParserError, UnicodeDecodeError) as exc:
+        msg = str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__
+        m = re.search(r"line (\d+)", msg)
+        row = int(m.group(1)) - 1 if m else None
+        raise DataError(f"not a valid CSV file ({msg})", file=label, row=row) from None
+    df.columns = [str(c).strip() for c in df.columns]
+    return df.apply(lambda s: s.str.strip())
+
+
+def _num(series: pd.Series) -> pd.Series:
+    return pd.to_numeric(series.replace("", np.nan), errors="coerce")
+
+
+def validate(df: pd.DataFrame, name: str, *, label: str | None = None,
+             refs: Mapping[str, Iterable[str]] | None = None,
+             currencies: Iterable[str] | None = None) -> pd.DataFrame:
+    """Check ``df`` (all text) against the schema of table ``name``; return it with typed columns.
+
+    ``refs`` maps a table name to its valid ids (for ``ref:`` columns); ``currencies`` lists the codes
+    of fx.csv. Raises :class:`DataError` on the first problem (by row), with the count of others.
+    """
+    _check_name(name)
+    label = label or f"{name}.csv"
+    schema = SCHEMAS[name]
+    cols = list(df.columns)
+    for col in schema:
+        if col not in df.columns:
+            extra = [c for c in cols if c not in schema]
+            guess = closest(col, extra, n=1)
+            hint = f"; found '{guess[0]}' — misspelt?" if guess else f"; the header has: {', '.join(cols)}"
+            raise DataError(f"missing column '{col}'{hint}", file=label)
+    if df.empty:
+        raise DataError("the table has a header but no rows", file=label)
+
+    problems: list[tuple[int, str, str]] = []  # (row, column, message)
+    out = df.copy()
+    refs = {k: set(v) for k, v in (refs or {}).items()}
+    currencies = set(currencies) if currencies is not None else None
+
+    def bad(mask: pd.Series, col: str, msg_fn) -> None:
+        for idx in np.flatnonzero(mask.to_numpy()):
+            problems.append((int(idx) + 1, col, msg_fn(df[col].iloc[idx])))
+
+    for col, kind in schema.items():
+        raw = df[col]
+        optional = kind.endswith("?")
+        base = kind.rstrip("?")
+        empty = raw == ""
+        if not optional and base not in ("str?",):
+            bad(empty, col, lambda v: "empty, a value is required")
+        present = ~empty
+        if base in ("num+", "num0", "num", "int+", "int0"):
+            num = _num(raw)
+            bad(present & num.isna(), col, lambda v: f"'{v}' is not a number")
+            ok = present & num.notna()
+            if base in ("num+", "int+"):
+                bad(ok & (num <= 0), col, lambda v: f"{v} must be greater than zero")
+            if base in ("num0", "int0"):
+                bad(ok & (num < 0), col, lambda v: f"{v} must not be negative")
+            if base.startswith("int"):
+                bad(ok & (num != np.floor(num)), col, lambda v: f"{v} must be a whole number")
+            out[col] = num
+        elif base == "bool":
+            low = raw.str.lower()
+            bad(present & ~low.isin(_TRUE | _FALSE), col, lambda v: f"'{v}' is not true/false")
+            out[col] = low.map(lambda v: True if v in _TRUE else (False if v in _FALSE else None))
+        elif base == "date":
+            badfmt = present & ~raw.str.match(_DATE_RE)
+            parsed = pd.to_datetime(raw.where(present & ~badfmt), format="%Y-%m-%d", errors="coerce")
+            bad(badfmt | (present & ~badfmt & parsed.isna()), col,
+                lambda v: f"'{v}' is not a date (YYYY-MM-DD)")
+        elif base.startswith("enum:"):
+            allowed = base[5:].split("|")
+            lower = {a.lower(): a for a in allowed}
+            low = raw.str.lower()
+            bad(present & ~low.isin(lower), col,
+                lambda v, allowed=allowed: f"'{v}' is not one of {', '.join(allowed)}"
+                + (f" (closest: {closest(v, allowed, 1)[0]})" if closest(v, allowed, 1) else ""))
+            out[col] = low.map(lambda v: lower.get(v, v))
+        elif base == "currency":
+            up = raw.str.upper()
+            if currencies is not None:
+                known = sorted(currencies)
+                bad(present & ~up.isin(currencies), col,
+                    lambda v: f"unknown currency '{v}' (fx.csv has {', '.join(known)})")
+            out[col] = up
+        elif base.startswith("ref:"):
+            target = base[4:]
+            if target in refs:
+                known = refs[target]
+                bad(present & ~raw.isin(known), col,
+                    lambda v, target=target, known=known: f"unknown {target} id '{v}'"
+                    + (f"; closest: {', '.join(closest(v, known))}" if closest(v, known) else ""))
+        elif base == "id":
+            dup = present & raw.duplicated(keep="first")
+            bad(dup, col, lambda v: f"duplicate id '{v}'")
+
+    if name == "cloud_offers":
+        price_cols = ["Price", "SpotPrice", "ReservedPrice1y", "ReservedPrice3y"]
+        none = (df[price_cols] == "").all(axis=1)
+        bad(none, "Price", lambda v: "no price at all (Price, SpotPrice or a reserved price is needed)")
+
+    if problems:
+        problems.sort()
+        row, col, msg = problems[0]
+        more = f" (and {len(problems) - 1} more problem{'s' if len(problems) > 2 else ''})" \
+            if len(problems) > 1 else ""
+        raise DataError(msg + more, file=label, row=row, column=col)
+    return out
+
+
+def load_skypilot_vms(source: str | Path | io.StringIO, *, provider: str | None = None,
+                      gpus: pd.DataFrame | None = None, as_of: str | None = None,
+                      label: str | None = None) -> pd.DataFrame:
+    """Read a SkyPilot catalog ``vms.csv`` and return rows in the ``cloud_offers`` schema.
+
+    Columns are found by name (their order differs between clouds). ``GpuInfo`` is a Python-literal
+    dict. Empty prices stay empty. The catalog has one row per zone; rows are folded per instance type
+    and region: the on-demand price is the lowest of the zones, and so is the spot price. Rows without an
+    accelerator, or whose accelerator is not a catalog GPU, are left out.
+    """
+    if isinstance(source, (str, Path)):
+        path = Path(source)
+        label = label or str(path)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise DataError(f"cannot read the file ({exc.strerror})", file=label) from None
+        if provider is None:
+            provider = path.parent.name if path.parent.name not in ("", ".") else "skypilot"
+        if as_of is None:
+            as_of = date.fromtimestamp(path.stat().st_mtime).isoformat()
+    else:
+        text = source.getvalue()
+        label = label or "vms.csv"
+    df = _read_csv_text(text, label)
+    required = ["InstanceType", "AcceleratorName", "AcceleratorCount", "Price", "SpotPrice"]
+    for col in required:
+        if col not in df.columns:
+            raise DataError(f"missing column '{col}' of a SkyPilot vms.csv", file=label)
+    for i, info in enumerate(df.get("GpuInfo", pd.Series([], dtype=str))):
+        if info:
+            try:
+                ast.literal_eval(info)
+            except (ValueError, SyntaxError):
+                raise DataError("GpuInfo is not a Python-literal dict", file=label, row=i + 1,
+                                column="GpuInfo") from None
+    df = df[df["AcceleratorName"] != ""].copy()
+    gpus = gpus if gpus is not None else load_table("gpus")
+    index = gpu_alias_index(gpus)
+    df["gpu_id"] = df["AcceleratorName"].map(lambda n: index.get(normalize_name(n)))
+    df = df[df["gpu_id"].notna()]
+    for col in ("AcceleratorCount", "vCPUs", "MemoryGiB", "Price", "SpotPrice"):
+        df[col] = _num(df[col]) if col in df.columns else np.nan
+    if "Region" not in df.columns:
+        df["Region"] = ""
+    folded = (df.groupby(["InstanceType", "Region"], as_index=False, sort=False)
+                .agg(AcceleratorName=("AcceleratorName", "first"),
+                     AcceleratorCount=("AcceleratorCount", "first"), vCPUs=("vCPUs", "first"),
+                     MemoryGiB=("MemoryGiB", "first"), Price=("Price", "min"),
+                     SpotPrice=("SpotPrice", "min"), gpu_id=("gpu_id", "first")))
+    folded = folded[folded["Price"].notna() | folded["SpotPrice"].notna()]
+    folded.insert(0, "provider", provider or "skypilot")
+    folded["ReservedPrice1y"] = np.nan
+    folded["ReservedPrice3y"] = np.nan
+    folded["currency"] = "USD"
+    folded["source"] = f"SkyPilot catalog {label}"
+    folded["as_of"] = as_of or date.today().isoformat()
+    folded["notes"] = "imported from a SkyPilot vms.csv; lowest price over the region's zones"
+    return folded[list(SCHEMAS["cloud_offers"])].reset_index(drop=True)
+
+
+def _is_skypilot(df: pd.DataFrame) -> bool:
+    return "GpuInfo" in df.columns and "source" not in df.columns
+
+
+# --------------------------------------------------------------------------------------------------
+# Names
+# --------------------------------------------------------------------------------------------------
+
+_DROP_WORDS = re.compile(r"\b(nvidia|geforce|tesla|amd|instinct)\b")
+
+
+def normalize_name(name: str) -> str:
+    """Fold a GPU or model name for matching: case, vendor words, spaces and punctuation."""
+    s = _DROP_WORDS.sub(" ", str(name).lower())
+    return re.sub(r"[^a-z0-9.]+", "", s).replace(".", "")
+
+
+def gpu_alias_index(gpus: pd.DataFrame) -> dict[str, str]:
+    """Normalized id, name and each alias → gpu id (the first row to claim a key keeps it)."""
+    index: dict[str, str] = {}
+    for gid, name, aliases in zip(gpus["id"], gpus["name"], gpus.get("aliases", [""] * len(gpus)),
+                                  strict=False):
+        keys = [gid, name, *[a for a in str(aliases or "").split(";") if a.strip()]]
+        for key in keys:
+            index.setdefault(normalize_name(key), gid)
+    return index
+
+
+# --------------------------------------------------------------------------------------------------
+# Loading
+# --------------------------------------------------------------------------------------------------
+
+_CACHE: dict[tuple, pd.DataFrame] = {}
+
+
+def _file_key(path: Path) -> tuple:
+    st = path.stat()
+    return (str(path.resolve()), st.st_mtime_ns, st.st_size)
+
+
+def load_table(name: str, path: str | Path | None = None, *, data_dir: str | Path | None = None,
+               overrides: Mapping[str, str | Path] | None = None) -> pd.DataFrame:
+    """Load and validate table ``name``; ``path`` replaces the file, ``overrides`` other tables' files.
+
+    Returns a DataFrame with typed columns (numbers as floats, booleans, text). The result is cached by
+    file path, size and modification time; treat it as read-only.
+    """
+    _check_name(name)
+    overrides = dict(overrides or {})
+    if path is not None:
+        overrides[name] = path
+    p = Path(overrides[name]) if name in overrides else table_path(name, data_dir)
+    label = p.name if p.parent in (bundled_data_dir(),) else str(p)
+    if not p.is_file():
+        raise DataError("file not found", file=str(p))
+    deps = _dependencies(name)
+    dep_frames = {d: load_table(d, data_dir=data_dir, overrides=overrides) for d in deps}
+    key = (name, _file_key(p), tuple(sorted((d, _file_key(_resolve(d, data_dir, overrides)))
+                                            for d in deps)))
+    if key in _CACHE:
+        return _CACHE[key]
+    try:
+        text = p.read_text(encoding="utf-8-sig")
+    except UnicodeDecodeError:
+        raise DataError("not UTF-8 text", file=label) from None
+    df = _read_csv_text(text, label)
+    if name == "cloud_offers" and _is_skypilot(df):
+        provider = p.parent.name if p.name == "vms.csv" else None
+        df = load_skypilot_vms(p, provider=provider, gpus=dep_frames["gpus"], label=label)
+        df = df.astype(str).replace({"nan": ""})
+    refs = {d: dep_frames[d]["id"] for d in deps if d != "fx"}
+    currencies = dep_frames["fx"]["currency"] if "fx" in dep_frames else None
+    out = validate(df, name, label=label, refs=refs, currencies=currencies)
+    _CACHE[key] = out
+    return out
+
+
+def _resolve(name: str, data_dir, overrides) -> Path:
+    return Path(overrides[name]) if name in overrides else table_path(name, data_dir)
+
+
+def _dependencies(name: str) -> list[str]:
+    deps = []
+    for kind in SCHEMAS[name].values():
+        base = kind.rstrip("?")
+        if base == "currency" and "fx" not in deps:
+            deps.append("fx")
+        if base.startswith("ref:") and base[4:] not in deps:
+            deps.append(base[4:])
+    return deps
+
+
+def validate_bytes(name: str, data: bytes, *, filename: str = "upload.csv",
+                   catalog: Catalog | None = None) -> pd.DataFrame:
+    """Validate an uploaded table against the others of ``catalog``; raise DataError or return it."""
+    _check_name(name)
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise DataError("not UTF-8 text", file=filename) from None
+    df = _read_csv_text(text, filename)
+    cat = catalog or Catalog()
+    if name == "cloud_offers" and _is_skypilot(df):
+        df = load_skypilot_vms(io.StringIO(text), gpus=cat.table("gpus"), label=filename)
+        df = df.astype(str).replace({"nan": ""})
+    deps = _dependencies(name)
+    refs = {d: cat.table(d)["id"] for d in deps if d != "fx"}
+    currencies = cat.table("fx")["currency"] if "fx" in deps else None
+    return validate(df, name, label=filename, refs=refs, currencies=currencies)
+
+
+@dataclass
+class Catalog:
+    """All tables of one data source: bundled, ``data_dir``/``GPUCOST_DATA_DIR``, or explicit files.
+
+    ``frames`` holds tables given directly (an upload already validated). Tables load lazily.
+    """
+
+    data_dir: str | Path | None = None
+    overrides: dict[str, str | Path] = field(default_factory=dict)
+    frames: dict[str, pd.DataFrame] = field(default_factory=dict)
+
+    def table(self, name: str) -> pd.DataFrame:
+        if name not in self.frames:
+            self.frames[name] = load_table(name, data_dir=self.data_dir, overrides=self.overrides)
+        return self.frames[name]
+
+    def with_table(self, name: str, frame: pd.DataFrame) -> Catalog:
+        """A copy of this catalog in which ``name`` is replaced by an already validated frame."""
+        frames = {k: v for k, v in self.frames.items() if k == name or name not in _dependencies(k)}
+        frames[name] = frame
+        return Catalog(self.data_dir, dict(self.overrides), frames)
+
+    @property
+    def gpus(self) -> pd.DataFrame:
+        return self.table("gpus")
+
+    @property
+    def prices(self) -> pd.DataFrame:
+        return self.table("prices")
+
+    @property
+    def offers(self) -> pd.DataFrame:
+        return self.table("cloud_offers")
+
+    @property
+    def fx(self) -> pd.DataFrame:
+        return self.table("fx")
+
+    def gpu(self, name: str) -> pd.Series:
+        """The catalog row of a GPU by id, name, NVML name or alias ("RTX 4090", "A100 80GB SXM")."""
+        gid = self.gpu_id(name)
+        return self.gpus.set_index("id").loc[gid]
+
+    def gpu_id(self, name: str) -> str:
+        index = gpu_alias_index(self.gpus)
+        gid = index.get(normalize_name(name))
+        if gid is None:
+            raise UnknownNameError("GPU", name, list(self.gpus["id"]) + list(self.gpus["name"]))
+        return gid
+
+    def fx_rate(self, currency: str) -> float:
+        """Units of ``currency`` per 1 USD."""
+        fx = self.fx.set_index("currency")["per_usd"]
+        cur = currency.upper()
+        if cur not in fx.index:
+            raise UnknownNameError("currency", currency, fx.index)
+        return float(fx[cur])
+
+    def convert(self, amount, from_currency: str, to_currency: str):
+        """Convert an amount (number or array) between currencies through USD rates of fx.csv."""
+        return amount * (self.fx_rate(to_currency) / self.fx_rate(from_currency))
+
+    def currencies(self) -> list[str]:
+        return list(self.fx["currency"])
+
+    def as_of(self, name: str) -> str:
+        """The newest as-of date in a table (what the pages show as the date of their prices)."""
+        return str(self.table(name)["as_of"].max())
+
+    def oldest_as_of(self, name: str) -> str:
+        return str(self.table(name)["as_of"].min())

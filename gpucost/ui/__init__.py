@@ -1,0 +1,1 @@
+"""Widget pages (ipywidgets + plotly) over the pure engines; one module per page, i18n strings in locales/."""

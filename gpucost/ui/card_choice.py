@@ -1,0 +1,193 @@
+"""Page 01 — card choice: which card gives me the most for my money?"""
+
+from __future__ import annotations
+
+import html
+import math
+
+import ipywidgets as w
+import plotly.graph_objects as go
+
+from gpucost.cards import METRICS, PRECISION_COLUMN, Need, card_table, rank_cards
+from gpucost.errors import GpucostError
+from gpucost.ui.shell import Page
+
+SORT_CHOICES = METRICS + ("price", "vram_gib", "mem_bandwidth_gbps")
+
+
+class CardChoicePage(Page):
+    page_id = "cards"
+
+    def __init__(self, min_vram_gib: float = 0.0, precision: str = "bf16", budget: float | None = None,
+                 price_basis: str = "new", sort_by: str = "tflops_per_1k", vendor: str = "",
+                 lang: str = "en", currency: str | None = None, catalog=None):
+        self._init = dict(min_vram_gib=min_vram_gib, precision=precision, budget=budget,
+                          price_basis=price_basis, sort_by=sort_by, vendor=vendor)
+        self.ranking = None
+        self._table_cache: dict[str, object] = {}
+        super().__init__(lang=lang, currency=currency, catalog=catalog)
+
+    # -- build -----------------------------------------------------------------------------------
+    def build(self) -> None:
+        i = self._init
+        self.vram = w.FloatSlider(value=float(i["min_vram_gib"]), min=0, max=192, step=1,
+                                  continuous_update=False, readout_format=".0f",
+                                  style={"description_width": "initial"}, layout=w.Layout(width="95%"))
+        self.vram.add_class("gc-vram")
+        self.precision = w.Dropdown(options=list(PRECISION_COLUMN), value=i["precision"],
+                                    style={"description_width": "initial"})
+        self.precision.add_class("gc-precision")
+        self.basis = w.ToggleButtons(options=[("new", "new"), ("used", "used"), ("cloud", "cloud")],
+                                     value=i["price_basis"], style={"button_width": "72px",
+                                                                     "description_width": "initial"})
+        self.basis.add_class("gc-basis")
+        self.budget = w.Text(value="" if i["budget"] is None else f"{i['budget']:g}",
+                             continuous_update=False, style={"description_width": "initial"},
+                             layout=w.Layout(width="95%"))
+        self.budget.add_class("gc-budget")
+        self.budget_msg = self.message_box()
+        self.budget_msg.add_class("gc-budget-msg")
+        vendors = self._vendors = sorted(set(self.catalog.gpus["vendor"]))
+        self.vendor = w.Dropdown(options=[("", "")] + [(v, v) for v in vendors],
+                                 value=i["vendor"] if i["vendor"] in vendors else "",
+                                 style={"description_width": "initial"})
+        self.vendor.add_class("gc-vendor")
+        self.sort = w.Dropdown(options=list(SORT_CHOICES), value=i["sort_by"],
+                               style={"description_width": "initial"})
+        self.sort.add_class("gc-sort")
+        for wid, key in ((self.vram, "cc_vram"), (self.precision, "cc_precision"), (self.basis, "cc_basis"),
+                         (self.budget, "cc_budget"), (self.vendor, "cc_vendor"), (self.sort, "cc_sort")):
+            self.label(wid, key)
+        self.inputs.children = [
+            self.vram, self.help_line("cc_vram_help"), self.precision, self.help_line("cc_precision_help"),
+            self.basis, self.budget, self.budget_msg, self.vendor, self.sort, *self.shell_inputs()]
+
+        self.summary = w.HTML()
+        self.summary.add_class("gc-summary")
+        self.metric_help = w.HTML()
+        self.fig = go.FigureWidget(go.Figure(layout=dict(
+            height=420, margin=dict(l=60, r=20, t=40, b=50), template="plotly_white",
+            legend=dict(orientation="h", y=-0.18))))
+        self.table = w.HTML()
+        self.table.add_class("gc-table")
+        self.excluded = w.HTML()
+        self.results.children = [self.summary, self.fig, self.metric_help, self.table, self.excluded]
+        for wid in (self.vram, self.precision, self.basis, self.budget, self.vendor, self.sort):
+            wid.observe(lambda _: self.safe_refresh(), names="value")
+
+    def relabel(self) -> None:
+        vendor_val = self.vendor.value
+        self.vendor.options = [(self.t("any"), "")] + [(v, v) for v in self._vendors]
+        self.vendor.value = vendor_val
+        basis_val = self.basis.value
+        self.basis.options = [(self.t(f"cc_basis_{b}"), b) for b in ("new", "used", "cloud")]
+        self.basis.value = basis_val
+        sort_val = self.sort.value
+        self.sort.options = [(self.t(f"cc_metric_{m}"), m) for m in SORT_CHOICES]
+        self.sort.value = sort_val
+        self.metric_help.value = "<ul class='gc-help'>" + "".join(
+            f"<li><b>{html.escape(self.t(f'cc_metric_{m}'))}</b>: {html.escape(self.t(f'cc_metric_{m}_help'))}</li>"
+            for m in METRICS) + "</ul>"
+
+    # -- compute -----------------------------------------------------------------------------------
+    def _budget_value(self) -> float | None:
+        raw = self.budget.value.strip().replace(",", "")
+        if not raw:
+            self.show_error(self.budget_msg, None)
+            return None
+        try:
+            val = float(raw)
+        except ValueError:
+            val = math.nan
+        if not (val > 0) or math.isinf(val):
+            self.show_error(self.budget_msg, self.t("cc_budget_bad", value=raw))
+            raise GpucostError(self.t("cc_budget_bad", value=raw))
+        self.show_error(self.budget_msg, None)
+        return val
+
+    def _table(self):
+        cur = self.state.currency
+        key = (cur, id(self.catalog.prices))
+        if key not in self._table_cache:
+            self._table_cache = {key: card_table(self.catalog, cur)}
+        return self._table_cache[key]
+
+    def refresh(self) -> None:
+        need = Need(min_vram_gib=float(self.vram.value), precision=self.precision.value,
+                    budget=self._budget_value(), price_basis=self.basis.value,
+                    currency=self.state.currency,
+                    vendors=(self.vendor.value,) if self.vendor.value else ())
+        self.ranking = rank_cards(need, self.catalog, table=self._table(), sort_by=self.sort.value)
+        self._draw()
+
+    def _draw(self) -> None:
+        r = self.ranking
+        cur = r.need.currency
+        unit = self.t("cc_unit_hour", cur=cur) if r.need.price_basis == "cloud" else cur
+        prec = r.need.precision.upper()
+        perf_unit = "TOPS" if r.need.precision == "int8" else "TFLOPS"
+        cards = r.cards
+        if not cards:
+            self.summary.value = f"<p>{html.escape(self.t('no_result'))}</p>"
+        else:
+            best = cards[0]
+            self.summary.value = "<p>" + html.escape(self.t(
+                "cc_summary", n=len(cards), best=best.name, metric=self.t(f"cc_metric_{r.sort_by}"),
+                frontier=", ".join(c.name for c in cards if c.on_frontier))) + "</p>"
+        front = sorted((c for c in cards if c.on_frontier), key=lambda c: c.price)
+        hover = [f"{c.name}<br>{c.vram_gib:g} GiB, {c.mem_bandwidth_gbps:,.0f} GB/s<br>"
+                 f"{c.throughput:,.1f} {perf_unit} {prec}<br>{c.price:,.2f} {unit}<br>"
+                 f"{c.tflops_per_1k:,.2f} {perf_unit}/{'1' if r.need.price_basis == 'cloud' else '1k'}"
+                 for c in cards]
+        with self.fig.batch_update():
+            self.fig.data = []
+            self.fig.add_scatter(x=[c.price for c in cards], y=[c.throughput for c in cards], mode="markers",
+                                 name=self.t("cc_cards"), text=[c.name for c in cards], hovertext=hover,
+                                 hoverinfo="text", marker=dict(size=[6 + c.vram_gib ** 0.5 * 2 for c in cards],
+                                                               color=["#d62728" if c.on_frontier else "#1f77b4"
+                                                                      for c in cards], opacity=0.8))
+            self.fig.add_scatter(x=[c.price for c in front], y=[c.throughput for c in front],
+                                 mode="lines+text", name=self.t("cc_frontier"), text=[c.name for c in front],
+                                 textposition="top left", line=dict(color="#d62728", dash="dot"),
+                                 hoverinfo="skip")
+            self.fig.layout.title = self.t("cc_chart_title", prec=prec)
+            self.fig.layout.xaxis.title = self.t("cc_axis_price", unit=unit)
+            self.fig.layout.yaxis.title = f"{perf_unit} ({prec}, dense)"
+            self.fig.layout.xaxis.type = "log"
+        heads = ["cc_col_rank", "cc_col_card", "cc_col_vram", "cc_col_bw", "cc_col_perf", "cc_col_price",
+                 "cc_metric_tflops_per_1k", "cc_metric_gbps_per_1k", "cc_metric_vram_per_1k",
+                 "cc_metric_tflops_per_watt", "cc_col_warnings"]
+        rows = []
+        for c in cards:
+            warn = "<br>".join(html.escape(x) for x in c.warnings)
+            rows.append(
+                f"<tr class='{'gc-frontier' if c.on_frontier else ''}' data-id='{c.id}'><td>{c.rank}</td>"
+                f"<td class='gc-l'>{html.escape(c.name)}</td><td>{c.vram_gib:g}</td>"
+                f"<td>{c.mem_bandwidth_gbps:,.0f}</td><td>{c.throughput:,.1f}</td><td>{c.price:,.2f}</td>"
+                f"<td>{c.tflops_per_1k:,.2f}</td><td>{c.gbps_per_1k:,.1f}</td><td>{c.vram_per_1k:,.2f}</td>"
+                f"<td>{c.tflops_per_watt:,.3f}</td><td class='gc-l gc-help'>{warn}</td></tr>")
+        self.table.value = ("<table><thead><tr>" + "".join(
+            f"<th>{html.escape(self.t(h))}</th>" for h in heads) + "</tr></thead><tbody>"
+            + "".join(rows) + "</tbody></table>")
+        self.excluded.value = (f"<details><summary>{html.escape(self.t('cc_excluded', n=len(r.excluded)))}"
+                               "</summary><ul class='gc-help'>" + "".join(
+                                   f"<li>{html.escape(i)}: {html.escape(why)}</li>" for i, why in r.excluded)
+                               + "</ul></details>")
+
+    def results_record(self) -> dict:
+        rec = super().results_record()
+        r = self.ranking
+        if r is None:
+            return rec
+        rec.update({
+            "need": {"min_vram_gib": r.need.min_vram_gib, "precision": r.need.precision,
+                     "budget": r.need.budget, "price_basis": r.need.price_basis},
+            "sort_by": r.sort_by,
+            "ranked_ids": [c.id for c in r.cards],
+            "cards": [c.to_dict() for c in r.cards[:10]],
+            "frontier": list(r.frontier),
+            "excluded_count": len(r.excluded),
+            "chart_points": len(self.fig.data[0].x) if self.fig.data else 0,
+            "summary": self.summary.value,
+        })
+        return rec

@@ -1,0 +1,36 @@
+"""Strings of the app, one folder per language: ``locales/<lang>/<page>.json`` (flat key → text).
+
+``t(key, lang, **fmt)`` looks a key up in the page files of that language; a missing key raises, so a
+page never shows a raw key silently (tests check both languages have the same keys in every file).
+"""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from pathlib import Path
+
+LOCALES_DIR = Path(__file__).resolve().parent / "locales"
+LANGUAGES = {"en": "English", "zh": "简体中文"}
+#: the display currency a language starts with (the user can change it)
+DEFAULT_CURRENCY = {"en": "USD", "zh": "CNY"}
+
+
+@cache
+def strings(lang: str) -> dict[str, str]:
+    """All strings of ``lang`` (every page file merged; a key defined twice is an error)."""
+    if lang not in LANGUAGES:
+        raise KeyError(f"unknown language '{lang}'; known: {', '.join(LANGUAGES)}")
+    out: dict[str, str] = {}
+    for f in sorted((LOCALES_DIR / lang).glob("*.json")):
+        for k, v in json.loads(f.read_text(encoding="utf-8")).items():
+            if k in out:
+                raise KeyError(f"string key '{k}' defined twice ({f.name})")
+            out[k] = v
+    return out
+
+
+def t(key: str, lang: str = "en", **fmt) -> str:
+    """The text of ``key`` in ``lang``, formatted with ``fmt``."""
+    text = strings(lang)[key]
+    return text.format(**fmt) if fmt else text

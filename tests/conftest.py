@@ -1,0 +1,73 @@
+"""Shared test set-up. Tests leave no trace: HOME, IPYTHONDIR and JUPYTER_* point at a temporary folder
+for the whole run (subprocesses inherit them), removed at the end."""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT / "data"
+NOTEBOOKS = ROOT / "notebooks"
+RECORD_MIME = "application/vnd.gpucost+json"
+
+_SANDBOX = Path(tempfile.mkdtemp(prefix="gpucost-tests-"))
+atexit.register(shutil.rmtree, _SANDBOX, ignore_errors=True)
+for var, sub in {"HOME": "home", "IPYTHONDIR": "ipython", "JUPYTER_CONFIG_DIR": "jupyter-config",
+                 "JUPYTER_DATA_DIR": "jupyter-data", "JUPYTER_RUNTIME_DIR": "jupyter-runtime",
+                 "XDG_CACHE_HOME": "cache", "XDG_CONFIG_HOME": "config", "MPLCONFIGDIR": "mpl",
+                 "HF_HOME": "hf"}.items():
+    (_SANDBOX / sub).mkdir(parents=True, exist_ok=True)
+    os.environ[var] = str(_SANDBOX / sub)
+os.environ.pop("GPUCOST_DATA_DIR", None)
+os.environ["HF_HUB_OFFLINE"] = "1"
+os.environ.setdefault("JUPYTER_PLATFORM_DIRS", "1")
+
+
+@pytest.fixture(scope="session")
+def sandbox() -> Path:
+    return _SANDBOX
+
+
+def run_cli(*args: str, env: dict | None = None, timeout: float = 60) -> subprocess.CompletedProcess:
+    """Run ``python -m gpucost ARGS`` as a user would; returns the completed process (text mode)."""
+    full_env = dict(os.environ)
+    full_env.update(env or {})
+    return subprocess.run([sys.executable, "-m", "gpucost", *args], capture_output=True, text=True,
+                          env=full_env, timeout=timeout, cwd=str(_SANDBOX))
+
+
+def cli_json(*args: str, env: dict | None = None):
+    proc = run_cli(*args, "--json", env=env)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+@pytest.fixture
+def data_copy(tmp_path: Path) -> Path:
+    """A writable copy of the bundled tables, for tests that corrupt one file."""
+    dst = tmp_path / "data"
+    shutil.copytree(DATA, dst)
+    return dst
+
+
+def run_notebook(name: str, parameters: dict, tmp_path: Path) -> dict:
+    """Run notebooks/NAME with papermill and return the record the page displayed."""
+    import papermill as pm
+
+    out = tmp_path / f"out-{name}"
+    nb = pm.execute_notebook(str(NOTEBOOKS / name), str(out), parameters=parameters, kernel_name="python3",
+                             cwd=str(NOTEBOOKS), progress_bar=False, log_output=False)
+    records = [o["data"][RECORD_MIME] for c in nb["cells"] if c["cell_type"] == "code"
+               for o in c.get("outputs", []) if RECORD_MIME in o.get("data", {})]
+    assert records, f"{name} displayed no {RECORD_MIME} record"
+    rec = records[-1]
+    return json.loads(rec) if isinstance(rec, str) else rec

@@ -1,0 +1,75 @@
+"""The layer rule: calculation modules never import ipywidgets, plotly, argparse or pynvml; only
+gpucost/probe.py imports pynvml; notebooks stay thin and are committed without outputs; ruff is clean."""
+
+from __future__ import annotations
+
+import ast
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from .conftest import NOTEBOOKS, ROOT
+
+PKG = ROOT / "gpucost"
+FRONT_ENDS = {"cli.py", "__main__.py", "probe.py"}  # and the ui/ and commands/ packages
+FORBIDDEN = {"ipywidgets", "plotly", "argparse", "pynvml", "IPython", "gpucost.ui", "gpucost.cli",
+             "gpucost.commands", "gpucost.probe"}
+
+
+def _imports(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module)
+    return names
+
+
+def _calc_modules() -> list[Path]:
+    return sorted(p for p in PKG.glob("*.py") if p.name not in FRONT_ENDS)
+
+
+@pytest.mark.parametrize("path", _calc_modules(), ids=lambda p: p.name)
+def test_calculation_module_imports_no_ui_plotting_argparse_or_nvml(path):
+    bad = {m for m in _imports(path) if any(m == f or m.startswith(f + ".") for f in FORBIDDEN)}
+    assert not bad, f"{path.name} imports {sorted(bad)}"
+
+
+def test_only_probe_imports_pynvml():
+    users = sorted(str(p.relative_to(ROOT)) for p in PKG.rglob("*.py")
+                   if any(m == "pynvml" or m.startswith("pynvml.") for m in _imports(p)))
+    assert set(users) <= {"gpucost/probe.py"}, users
+
+
+def test_import_linter_contract_holds():
+    exe = shutil.which("lint-imports", path=str(Path(sys.executable).parent))
+    if exe is None:
+        pytest.skip("import-linter is not installed")
+    proc = subprocess.run([exe], cwd=ROOT, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_ruff_is_clean():
+    exe = shutil.which("ruff", path=str(Path(sys.executable).parent)) or shutil.which("ruff")
+    if exe is None:
+        pytest.skip("ruff is not installed")
+    proc = subprocess.run([exe, "check", "gpucost", "tests", "benchmarks", "tools"], cwd=ROOT,
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+@pytest.mark.parametrize("nb", sorted(NOTEBOOKS.glob("*.ipynb")), ids=lambda p: p.name)
+def test_notebooks_are_thin_and_without_outputs(nb):
+    cells = json.loads(nb.read_text(encoding="utf-8"))["cells"]
+    code = [c for c in cells if c["cell_type"] == "code"]
+    assert all(not c.get("outputs") for c in code), "committed with outputs"
+    assert any("parameters" in c.get("metadata", {}).get("tags", []) for c in code)
+    assert len(code) <= 6
+    body = "".join("".join(c["source"]) for c in code)
+    assert "def " not in body and "class " not in body, "logic belongs in gpucost/, not in the notebook"
