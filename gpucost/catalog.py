@@ -51,8 +51,8 @@ SCHEMAS: dict[str, dict[str, str]] = {
         "id": "id", "name": "str", "vendor": "enum:NVIDIA|AMD|Intel|Huawei",
         "segment": "enum:consumer|workstation|datacenter", "architecture": "str",
         "compute_capability": "num+?", "vram_gib": "num+", "memory_type": "str?",
-        "mem_bandwidth_gbps": "num+", "fp32_tflops": "num+", "fp16_tflops": "num+",
-        "bf16_tflops": "num+?", "fp8_tflops": "num+?", "int8_tops": "num+?", "tdp_w": "num+",
+        "mem_bandwidth_gbps": "num+", "fp32_tflops": "num+?", "fp16_tflops": "num+?",
+        "bf16_tflops": "num+?", "fp8_tflops": "num+?", "int8_tops": "num+?", "tdp_w": "num+?",
         "pcie_gen": "int+?", "nvlink_gbps": "num+?", "link_name": "str?", "mig_max_instances": "int0",
         "release_year": "int+?", "aliases": "str?", **SOURCE_COLS,
     },
@@ -88,7 +88,7 @@ SCHEMAS: dict[str, dict[str, str]] = {
         "id": "id", "category": "enum:file_size|inference_memory|training_memory|decode_speed|prefill_speed|mfu",
         "model_id": "str", "quant": "str?", "mode": "str?", "engine": "str?", "engine_version": "str?",
         "gpu_id": "str?", "num_gpus": "int+?", "batch": "int+?", "context": "int0?",
-        "gen_tokens": "int0?", "lora_rank": "int+?", "grad_checkpointing": "bool?", "optimizer": "str?",
+        "gen_tokens": "int0?", "lora_rank": "int+?", "grad_checkpointing": "str?", "optimizer": "str?",
         "zero_stage": "int0?", "measured": "num+", "unit": "str", **SOURCE_COLS,
     },
 }
@@ -218,13 +218,13 @@ def validate(df: pd.DataFrame, name: str, *, label: str | None = None,
             bad(present & ~low.isin(lower), col,
                 lambda v, allowed=allowed: f"'{v}' is not one of {', '.join(allowed)}"
                 + (f" (closest: {closest(v, allowed, 1)[0]})" if closest(v, allowed, 1) else ""))
-            out[col] = low.map(lambda v: lower.get(v, v))
+            out[col] = low.map(lambda v, lower=lower: lower.get(v, v))
         elif base == "currency":
             up = raw.str.upper()
             if currencies is not None:
-                known = sorted(currencies)
+                known = ", ".join(sorted(currencies))
                 bad(present & ~up.isin(currencies), col,
-                    lambda v: f"unknown currency '{v}' (fx.csv has {', '.join(known)})")
+                    lambda v, known=known: f"unknown currency '{v}' (fx.csv has {known})")
             out[col] = up
         elif base.startswith("ref:"):
             target = base[4:]
@@ -281,7 +281,8 @@ def load_skypilot_vms(source: str | Path | io.StringIO, *, provider: str | None 
         if col not in df.columns:
             raise DataError(f"missing column '{col}' of a SkyPilot vms.csv", file=label)
     for i, info in enumerate(df.get("GpuInfo", pd.Series([], dtype=str))):
-        if info:
+        # GpuInfo is a Python-literal dict for GPUs; TPU rows carry a plain name (e.g. 'tpu-v6e-1')
+        if info.startswith("{"):
             try:
                 ast.literal_eval(info)
             except (ValueError, SyntaxError):
@@ -296,11 +297,17 @@ def load_skypilot_vms(source: str | Path | io.StringIO, *, provider: str | None 
         df[col] = _num(df[col]) if col in df.columns else np.nan
     if "Region" not in df.columns:
         df["Region"] = ""
-    folded = (df.groupby(["InstanceType", "Region"], as_index=False, sort=False)
-                .agg(AcceleratorName=("AcceleratorName", "first"),
-                     AcceleratorCount=("AcceleratorCount", "first"), vCPUs=("vCPUs", "first"),
-                     MemoryGiB=("MemoryGiB", "first"), Price=("Price", "min"),
-                     SpotPrice=("SpotPrice", "min"), gpu_id=("gpu_id", "first")))
+    # GCP lists attachable GPUs as rows without an instance type, priced for the GPUs alone
+    gpu_only = df["InstanceType"] == ""
+    df.loc[gpu_only, "InstanceType"] = (df.loc[gpu_only, "AcceleratorName"] + " x"
+                                        + df.loc[gpu_only, "AcceleratorCount"].map("{:g}".format)
+                                        + " (GPU only)")
+    df["gpu_only"] = gpu_only
+    folded = (df.groupby(["InstanceType", "AcceleratorName", "AcceleratorCount", "Region"], as_index=False,
+                         sort=False)
+                .agg(vCPUs=("vCPUs", "first"), MemoryGiB=("MemoryGiB", "first"), Price=("Price", "min"),
+                     SpotPrice=("SpotPrice", "min"), gpu_id=("gpu_id", "first"),
+                     gpu_only=("gpu_only", "first")))
     folded = folded[folded["Price"].notna() | folded["SpotPrice"].notna()]
     folded.insert(0, "provider", provider or "skypilot")
     folded["ReservedPrice1y"] = np.nan
@@ -308,8 +315,17 @@ def load_skypilot_vms(source: str | Path | io.StringIO, *, provider: str | None 
     folded["currency"] = "USD"
     folded["source"] = f"SkyPilot catalog {label}"
     folded["as_of"] = as_of or date.today().isoformat()
-    folded["notes"] = "imported from a SkyPilot vms.csv; lowest price over the region's zones"
+    folded["notes"] = np.where(
+        folded["gpu_only"], "imported from a SkyPilot vms.csv; GPU-only price (the host VM is billed on top); "
+        "lowest price over the region's zones",
+        "imported from a SkyPilot vms.csv; lowest price over the region's zones")
     return folded[list(SCHEMAS["cloud_offers"])].reset_index(drop=True)
+
+
+def _as_text(df: pd.DataFrame) -> pd.DataFrame:
+    """Back to all-text cells (empty for missing), so imported rows validate like a file's."""
+    return df.map(lambda v: "" if v is None or (isinstance(v, float) and np.isnan(v)) else
+                  (f"{v:g}" if isinstance(v, float) else str(v)))
 
 
 def _is_skypilot(df: pd.DataFrame) -> bool:
@@ -381,7 +397,7 @@ def load_table(name: str, path: str | Path | None = None, *, data_dir: str | Pat
     if name == "cloud_offers" and _is_skypilot(df):
         provider = p.parent.name if p.name == "vms.csv" else None
         df = load_skypilot_vms(p, provider=provider, gpus=dep_frames["gpus"], label=label)
-        df = df.astype(str).replace({"nan": ""})
+        df = _as_text(df)
     refs = {d: dep_frames[d]["id"] for d in deps if d != "fx"}
     currencies = dep_frames["fx"]["currency"] if "fx" in dep_frames else None
     out = validate(df, name, label=label, refs=refs, currencies=currencies)
@@ -416,7 +432,7 @@ def validate_bytes(name: str, data: bytes, *, filename: str = "upload.csv",
     cat = catalog or Catalog()
     if name == "cloud_offers" and _is_skypilot(df):
         df = load_skypilot_vms(io.StringIO(text), gpus=cat.table("gpus"), label=filename)
-        df = df.astype(str).replace({"nan": ""})
+        df = _as_text(df)
     deps = _dependencies(name)
     refs = {d: cat.table(d)["id"] for d in deps if d != "fx"}
     currencies = cat.table("fx")["currency"] if "fx" in deps else None

@@ -198,7 +198,9 @@ def test_skypilot_vms_loads_as_cloud_offers(path):
     assert list(offers.columns) == list(SCHEMAS["cloud_offers"])
     # every folded row's on-demand price is the lowest over its zones in the raw file
     for _, o in offers.iterrows():
-        zone_prices = [float(r["Price"]) for r in raw if r["InstanceType"] == o["InstanceType"]
+        zone_prices = [float(r["Price"]) for r in raw
+                       if (r["InstanceType"] or f"{r['AcceleratorName']} x{float(r['AcceleratorCount']):g} (GPU only)")
+                       == o["InstanceType"] and r["AcceleratorName"] == o["AcceleratorName"]
                        and r.get("Region", "") == o["Region"] and r["Price"]]
         if zone_prices:
             assert o["Price"] == pytest.approx(min(zone_prices))

@@ -1,11 +1,14 @@
-"""Write a thin page notebook: a title, a tagged `parameters` cell, build + display + record.
+"""Write the thin page notebooks from their specs in tools/pages/*.py.
 
-Usage (from the repo root): python tools/make_notebook.py  — rewrites every notebook listed in PAGES.
-Notebooks are committed without outputs; Voila and papermill run them.
+Each spec module defines NAME (the notebook file), TITLE (markdown), PARAMS (the papermill
+`parameters` cell: annotated, with a help comment each) and BUILD (import, build, display).
+A `page.record()` cell is added last: it displays the page's numbers for tests to read back.
+Usage (repo root): python tools/make_notebook.py [NAME ...]. Notebooks are committed without outputs.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import sys
 from pathlib import Path
 
@@ -13,46 +16,40 @@ import nbformat
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 ROOT = Path(__file__).resolve().parents[1]
-
-PAGES = {
-    "01_card_choice.ipynb": dict(
-        title="# Card choice\nWhich card gives me the most for my money?",
-        params='''# Parameters (papermill: papermill 01_card_choice.ipynb out.ipynb -p precision fp8)
-min_vram_gib: float = 0.0  # minimum memory per card [GiB]
-precision: str = "bf16"  # fp32 | fp16 | bf16 | fp8 | int8 (dense tensor throughput)
-budget: float = 0.0  # max price per card in the display currency (per GPU-hour for cloud); 0 = none
-price_basis: str = "new"  # new | used | cloud
-sort_by: str = "tflops_per_1k"  # tflops_per_1k | gbps_per_1k | vram_per_1k | tflops_per_watt | price
-vendor: str = ""  # NVIDIA | AMD | Intel | Huawei; "" = any
-lang: str = "en"  # en | zh
-currency: str = ""  # display currency; "" = the language's (USD for en, CNY for zh)''',
-        build='''from gpucost.ui.card_choice import CardChoicePage
-
-page = CardChoicePage(min_vram_gib=min_vram_gib, precision=precision, budget=budget or None,
-                      price_basis=price_basis, sort_by=sort_by, vendor=vendor, lang=lang,
-                      currency=currency or None)
-page.display()''',
-    ),
-}
+SPECS = ROOT / "tools" / "pages"
 
 
-def write(name: str, spec: dict) -> None:
+def load_specs() -> dict[str, object]:
+    specs = {}
+    for f in sorted(SPECS.glob("*.py")):
+        spec = importlib.util.spec_from_file_location(f.stem, f)
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        specs[mod.NAME] = mod
+    return specs
+
+
+def write(spec) -> Path:
     nb = new_notebook()
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     nb.metadata["language_info"] = {"name": "python"}
-    params = new_code_cell(spec["params"])
+    params = new_code_cell(spec.PARAMS.strip())
     params.metadata["tags"] = ["parameters"]
-    record = new_code_cell("page.record()  # the page's numbers, machine-readable (read back by tests)")
-    record.metadata["tags"] = ["record"]
-    record.metadata["jupyter"] = {"source_hidden": True}
-    nb.cells = [new_markdown_cell(spec["title"]), params, new_code_cell(spec["build"]), record]
-    for i, c in enumerate(nb.cells):
+    cells = [new_markdown_cell(spec.TITLE.strip()), params, new_code_cell(spec.BUILD.strip())]
+    if getattr(spec, "RECORD", True):
+        record = new_code_cell("page.record()  # the page's numbers, machine-readable (read back by tests)")
+        record.metadata["tags"] = ["record"]
+        record.metadata["jupyter"] = {"source_hidden": True}
+        cells.append(record)
+    for i, c in enumerate(cells):
         c["id"] = f"cell-{i}"
-    nbformat.write(nb, ROOT / "notebooks" / name)
+    nb.cells = cells
+    out = ROOT / "notebooks" / spec.NAME
+    nbformat.write(nb, out)
+    return out
 
 
 if __name__ == "__main__":
-    names = sys.argv[1:] or list(PAGES)
-    for n in names:
-        write(n, PAGES[n])
-        print("wrote notebooks/" + n)
+    specs = load_specs()
+    for name in sys.argv[1:] or list(specs):
+        print("wrote", write(specs[name]).relative_to(ROOT))
