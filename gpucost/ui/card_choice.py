@@ -55,23 +55,21 @@ class CardChoicePage(Page):
         self.sort = w.Dropdown(options=list(SORT_CHOICES), value=i["sort_by"],
                                style={"description_width": "initial"})
         self.sort.add_class("gc-sort")
-        for wid, key in ((self.vram, "cc_vram"), (self.precision, "cc_precision"), (self.basis, "cc_basis"),
-                         (self.budget, "cc_budget"), (self.vendor, "cc_vendor"), (self.sort, "cc_sort")):
-            self.label(wid, key)
         self.inputs.children = [
-            self.vram, self.help_line("cc_vram_help"), self.precision, self.help_line("cc_precision_help"),
-            self.basis, self.budget, self.budget_msg, self.vendor, self.sort, *self.shell_inputs()]
+            self.field("cc_vram", self.vram, "cc_vram_help"),
+            self.field("cc_precision", self.precision, "cc_precision_help"),
+            self.field("cc_basis", self.basis), self.field("cc_budget", self.budget), self.budget_msg,
+            self.field("cc_vendor", self.vendor), self.field("cc_sort", self.sort), *self.shell_inputs()]
 
         self.summary = w.HTML()
         self.summary.add_class("gc-summary")
         self.metric_help = w.HTML()
-        self.fig = go.FigureWidget(go.Figure(layout=dict(
-            height=420, margin=dict(l=60, r=20, t=40, b=50), template="plotly_white",
-            legend=dict(orientation="h", y=-0.18))))
+        self.chart = self.figure_box()
+        self.fig = None
         self.table = w.HTML()
         self.table.add_class("gc-table")
         self.excluded = w.HTML()
-        self.results.children = [self.summary, self.fig, self.metric_help, self.table, self.excluded]
+        self.results.children = [self.summary, self.chart, self.metric_help, self.table, self.excluded]
         for wid in (self.vram, self.precision, self.basis, self.budget, self.vendor, self.sort):
             wid.observe(lambda _: self.safe_refresh(), names="value")
 
@@ -139,21 +137,20 @@ class CardChoicePage(Page):
                  f"{c.throughput:,.1f} {perf_unit} {prec}<br>{c.price:,.2f} {unit}<br>"
                  f"{c.tflops_per_1k:,.2f} {perf_unit}/{'1' if r.need.price_basis == 'cloud' else '1k'}"
                  for c in cards]
-        with self.fig.batch_update():
-            self.fig.data = []
-            self.fig.add_scatter(x=[c.price for c in cards], y=[c.throughput for c in cards], mode="markers",
-                                 name=self.t("cc_cards"), text=[c.name for c in cards], hovertext=hover,
-                                 hoverinfo="text", marker=dict(size=[6 + c.vram_gib ** 0.5 * 2 for c in cards],
-                                                               color=["#d62728" if c.on_frontier else "#1f77b4"
-                                                                      for c in cards], opacity=0.8))
-            self.fig.add_scatter(x=[c.price for c in front], y=[c.throughput for c in front],
-                                 mode="lines+text", name=self.t("cc_frontier"), text=[c.name for c in front],
-                                 textposition="top left", line=dict(color="#d62728", dash="dot"),
-                                 hoverinfo="skip")
-            self.fig.layout.title = self.t("cc_chart_title", prec=prec)
-            self.fig.layout.xaxis.title = self.t("cc_axis_price", unit=unit)
-            self.fig.layout.yaxis.title = f"{perf_unit} ({prec}, dense)"
-            self.fig.layout.xaxis.type = "log"
+        fig = go.Figure(layout=dict(
+            height=430, margin=dict(l=60, r=20, t=50, b=50), template="plotly_white",
+            legend=dict(orientation="h", y=-0.2), title=self.t("cc_chart_title", prec=prec),
+            xaxis=dict(title=self.t("cc_axis_price", unit=unit), type="log"),
+            yaxis=dict(title=f"{perf_unit} ({prec}, dense)")))
+        fig.add_scatter(x=[c.price for c in cards], y=[c.throughput for c in cards], mode="markers",
+                        name=self.t("cc_cards"), text=[c.name for c in cards], hovertext=hover,
+                        hoverinfo="text", marker=dict(size=[6 + c.vram_gib ** 0.5 * 2 for c in cards],
+                                                      color=["#d62728" if c.on_frontier else "#1f77b4"
+                                                             for c in cards], opacity=0.8))
+        fig.add_scatter(x=[c.price for c in front], y=[c.throughput for c in front], mode="lines+text",
+                        name=self.t("cc_frontier"), text=[c.name for c in front], textposition="top left",
+                        line=dict(color="#d62728", dash="dot"), hoverinfo="skip")
+        self.fig = self.show_figure(self.chart, fig)
         heads = ["cc_col_rank", "cc_col_card", "cc_col_vram", "cc_col_bw", "cc_col_perf", "cc_col_price",
                  "cc_metric_tflops_per_1k", "cc_metric_gbps_per_1k", "cc_metric_vram_per_1k",
                  "cc_metric_tflops_per_watt", "cc_col_warnings"]
@@ -187,7 +184,7 @@ class CardChoicePage(Page):
             "cards": [c.to_dict() for c in r.cards[:10]],
             "frontier": list(r.frontier),
             "excluded_count": len(r.excluded),
-            "chart_points": len(self.fig.data[0].x) if self.fig.data else 0,
+            "chart_points": len(self.fig.data[0].x) if self.fig is not None and self.fig.data else 0,
             "summary": self.summary.value,
         })
         return rec

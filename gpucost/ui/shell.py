@@ -47,7 +47,8 @@ CSS = """
 }
 .gc-msg-error {color:#a40000; font-size:0.92em}
 .gc-msg-ok {color:#1d6b2a; font-size:0.92em}
-.gc-help {color:#555; font-size:0.88em; margin:-0.2em 0 0.5em 0}
+.gc-help {color:#555; font-size:0.88em; line-height:1.35; margin:0 0 0.3em 0}
+.gc-label {font-weight:600; font-size:0.95em; margin-top:0.3em}
 .gc-table table {border-collapse:collapse; font-size:0.9em}
 .gc-table th, .gc-table td {padding:2px 8px; border-bottom:1px solid #ddd; text-align:right}
 .gc-table th:first-child, .gc-table td:first-child, .gc-table td.gc-l, .gc-table th.gc-l {text-align:left}
@@ -98,6 +99,34 @@ class Page:
         h = w.HTML()
         h.add_class("gc-help")
         return self.label(h, key, "value")
+
+    @staticmethod
+    def figure_box(css_class: str = "gc-chart") -> w.Box:
+        """A container for a chart; :meth:`show_figure` puts a fresh FigureWidget in it."""
+        box = w.Box(layout=w.Layout(width="100%", min_height="120px"))
+        box.add_class(css_class)
+        return box
+
+    @staticmethod
+    def show_figure(box: w.Box, fig) -> object:
+        """Show a complete ``go.Figure`` in ``box`` as a new FigureWidget.
+
+        Data and layout are passed to the constructor: updates made to a FigureWidget before the page
+        first displays it are lost in Voila (plotly #4998), so a chart is rebuilt, never patched.
+        """
+        import plotly.graph_objects as go
+
+        fw = go.FigureWidget(fig)
+        box.children = [fw]
+        return fw
+
+    def field(self, key: str, widget: w.Widget, help_key: str | None = None) -> w.VBox:
+        """An input with its label above it (and an optional help line under it)."""
+        lab = w.HTML()
+        lab.add_class("gc-label")
+        self.label(lab, key, "value")
+        parts = [lab, widget] + ([self.help_line(help_key)] if help_key else [])
+        return w.VBox(parts, layout=w.Layout(width="100%", margin="0 0 0.4em 0"))
 
     @staticmethod
     def message_box() -> w.HTML:

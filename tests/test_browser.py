@@ -1,0 +1,141 @@
+"""Real-browser tests: Voila serves notebooks/, headless Chromium opens every page, changes inputs and
+checks that numbers and charts change and that no traceback appears. Screenshots go to test-artifacts/."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from .browser import ARTIFACTS, CHROMIUM_ARGS, VoilaServer, assert_no_traceback, chromium_path, wait_ready
+from .conftest import NOTEBOOKS
+
+pytestmark = [pytest.mark.browser, pytest.mark.timeout(600)]
+
+PAGES = sorted(p.name for p in NOTEBOOKS.glob("*.ipynb"))
+
+
+@pytest.fixture(scope="module")
+def server():
+    if chromium_path() is None:
+        if os.environ.get("CI"):
+            pytest.fail("chromium is not installed (.ci/run installs Debian's chromium)")
+        pytest.skip("Debian's chromium is not installed (apt-get install chromium)")
+    srv = VoilaServer(pool_size=1)
+    yield srv
+    srv.stop()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
+        yield b
+        b.close()
+
+
+@pytest.fixture
+def page(browser):
+    ctx = browser.new_context(viewport={"width": 1400, "height": 1000})
+    pg = ctx.new_page()
+    yield pg
+    ctx.close()
+
+
+def shot(page, name: str) -> None:
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
+
+
+def _nav_text(page) -> str:
+    return page.inner_text(".gc-nav")
+
+
+@pytest.mark.parametrize("nb", PAGES)
+def test_every_page_renders_and_switches_to_chinese(server, page, nb):
+    page.goto(server.page(nb))
+    wait_ready(page)
+    assert_no_traceback(page)
+    assert "Card choice" in _nav_text(page)
+    shot(page, nb.replace(".ipynb", "-en"))
+    page.click(".gc-lang button:has-text('简体中文')")
+    page.wait_for_function("() => document.querySelector('.gc-nav').innerText.includes('选卡')")
+    assert_no_traceback(page)
+    shot(page, nb.replace(".ipynb", "-zh"))
+
+
+def _first_row(page) -> str:
+    return page.inner_text(".gc-table tbody tr:first-child")
+
+
+def _points(page) -> int:
+    return page.locator(".gc-chart .scatterlayer .trace:first-child .point").count()
+
+
+def test_card_choice_reacts_to_dropdown_slider_language_and_bad_value(server, page):
+    page.goto(server.page("01_card_choice.ipynb"))
+    wait_ready(page)
+    page.wait_for_selector(".gc-chart .scatterlayer .point")
+    first, points = _first_row(page), _points(page)
+    assert points > 5
+
+    # dropdown: FP8 leaves out cards without FP8 tensor cores → fewer points, another table
+    page.select_option(".gc-precision select", "fp8")
+    page.wait_for_function(f"() => document.querySelectorAll('.gc-chart .scatterlayer .trace:first-child .point').length != {points}")
+    assert _points(page) < points
+    fp8_first = _first_row(page)
+
+    # slider: raise the minimum memory with the keyboard → cards under it disappear
+    handle = page.locator(".gc-vram .noUi-handle")
+    handle.focus()
+    for _ in range(40):
+        handle.press("ArrowRight")
+    page.wait_for_function(
+        "() => [...document.querySelectorAll('.gc-table tbody tr')].every(r => parseFloat(r.children[2].innerText) >= 40)"
+        " && document.querySelectorAll('.gc-table tbody tr').length > 0", timeout=30000)
+    assert _first_row(page) != first or fp8_first != first
+
+    # a bad value: a negative budget shows a message next to the input, the page keeps working
+    page.fill(".gc-budget input", "-5")
+    page.press(".gc-budget input", "Enter")
+    page.wait_for_selector(".gc-budget-msg .gc-msg-error")
+    assert "budget" in page.inner_text(".gc-budget-msg")
+    assert_no_traceback(page)
+    page.fill(".gc-budget input", "")
+    page.press(".gc-budget input", "Enter")
+    page.wait_for_function("() => !document.querySelector('.gc-budget-msg .gc-msg-error')")
+
+    # language: Chinese labels, CNY prices
+    page.click(".gc-lang button:has-text('简体中文')")
+    page.wait_for_function("() => document.querySelector('.gc-summary').innerText.includes('张卡符合条件')")
+    page.wait_for_function("() => document.querySelector('.gc-chart').innerText.includes('CNY')")
+    assert "价格" in page.inner_text(".gc-chart")
+    shot(page, "01_card_choice-interacted-zh")
+    assert_no_traceback(page)
+
+
+def _upload(page, path) -> None:
+    with page.expect_file_chooser() as fc:
+        page.click(".gc-upload")
+    fc.value.set_files(str(path))
+
+
+def test_card_choice_upload_of_a_bad_csv_shows_the_error_in_the_page(server, page, tmp_path):
+    page.goto(server.page("01_card_choice.ipynb"))
+    wait_ready(page)
+    bad = tmp_path / "my_prices.csv"
+    bad.write_text("gpu_id,condition,price,currency,region,channel,source,as_of,notes\n"
+                   "rtx-4090,new,lots,USD,US,retail,my quote,2026-11-01,\n")
+    _upload(page, bad)
+    page.wait_for_selector(".gc-msg-error")
+    msg = page.inner_text(".gc-inputs")
+    assert "my_prices.csv" in msg and "row 1" in msg and "price" in msg
+    assert_no_traceback(page)
+    good = tmp_path / "good_prices.csv"
+    good.write_text("gpu_id,condition,price,currency,region,channel,source,as_of,notes\n"
+                    "rtx-4090,new,1,USD,US,retail,my quote,2026-11-01,\n")
+    _upload(page, good)
+    page.wait_for_selector(".gc-msg-ok")
+    page.wait_for_function("() => document.querySelector('.gc-table tbody tr').innerText.includes('4090')")
