@@ -139,3 +139,18 @@ def test_card_choice_upload_of_a_bad_csv_shows_the_error_in_the_page(server, pag
     _upload(page, good)
     page.wait_for_selector(".gc-msg-ok")
     page.wait_for_function("() => document.querySelector('.gc-table tbody tr').innerText.includes('4090')")
+
+
+def test_public_serving_hides_data_source_and_tracebacks(server):
+    import urllib.error
+    import urllib.request
+
+    for path in ("/voila/files/data/gpus.csv", "/voila/files/gpucost/catalog.py", "/voila/files/voila.json",
+                 "/voila/files/notebooks/01_card_choice.ipynb", "/voila/files/.git/config"):
+        try:
+            code = urllib.request.urlopen(server.url + path, timeout=10).status  # noqa: S310 - localhost
+        except urllib.error.HTTPError as exc:
+            code = exc.code
+        assert code in (403, 404), f"{path} served with {code}"
+    html = urllib.request.urlopen(server.page("01_card_choice.ipynb"), timeout=120).read().decode()  # noqa: S310
+    assert "CardChoicePage(" not in html, "notebook source must be stripped from the page"

@@ -1,0 +1,67 @@
+"""Ten browser sessions at once on one Voila server: every one renders and responds correctly."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+
+import pytest
+
+from .browser import CHROMIUM_ARGS, VoilaServer, chromium_path
+
+pytestmark = [pytest.mark.browser, pytest.mark.timeout(900)]
+SESSIONS = 10
+PRECISIONS = ["fp8", "fp16", "int8", "fp32", "fp8", "fp16", "int8", "fp32", "fp8", "fp16"]
+READY = ("() => { const r = document.querySelector('.gc-summary'); "
+         "return r && r.innerText.includes('cards match') }")
+
+
+async def _session(browser, url: str, i: int) -> dict:
+    ctx = await browser.new_context(viewport={"width": 1200, "height": 900})
+    try:
+        pg = await ctx.new_page()
+        pg.set_default_timeout(180000)
+        t0 = time.perf_counter()
+        await pg.goto(url, timeout=300000)
+        await pg.wait_for_function(READY, timeout=300000)
+        rendered = time.perf_counter() - t0
+        prec = PRECISIONS[i]
+        await pg.select_option(".gc-precision select", prec)
+        await pg.wait_for_function(
+            f"() => document.querySelector('.gc-chart').innerText.includes('{prec.upper()} throughput')",
+            timeout=120000)
+        body = await pg.inner_text("body")
+        return {"rendered_s": rendered, "chart": await pg.inner_text(".gc-chart"),
+                "traceback": "Traceback" in body}
+    finally:
+        await ctx.close()
+
+
+async def _run(url: str) -> list[dict]:
+    from playwright.async_api import async_playwright
+
+    async with async_playwright() as p:
+        browser = await p.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
+        try:
+            return await asyncio.gather(*(_session(browser, url, i) for i in range(SESSIONS)))
+        finally:
+            await browser.close()
+
+
+def test_ten_sessions_at_once():
+    if chromium_path() is None:
+        if os.environ.get("CI"):
+            pytest.fail("chromium is not installed (.ci/run installs Debian's chromium)")
+        pytest.skip("Debian's chromium is not installed")
+    srv = VoilaServer(pool_size=1)
+    try:
+        results = asyncio.run(_run(srv.page("01_card_choice.ipynb")))
+    finally:
+        srv.stop()
+    assert len(results) == SESSIONS
+    for i, r in enumerate(results):
+        assert not r["traceback"]
+        # each session asked for its own precision, and its chart answers that precision
+        assert f"{PRECISIONS[i].upper()} throughput" in r["chart"]
+    print("seconds to render per session:", sorted(round(r["rendered_s"], 1) for r in results))
