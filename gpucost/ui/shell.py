@@ -249,7 +249,36 @@ class Page:
         return w.VBox([w.HTML(CSS), self.header, self.status, body], layout=w.Layout(width="100%"))
 
     def display(self) -> None:
-        display(self.widget())
+        root = self.widget()
+        self._fresh_figures(root)
+        display(root)
+
+    def _fresh_figures(self, root: w.Widget) -> None:
+        """Replace every FigureWidget of the page by a copy built from its current data and layout.
+
+        Voila drops FigureWidget updates made before the page is first shown (plotly #4998) but renders
+        what a FigureWidget is constructed with, and later updates work. So just before display, each
+        chart attribute is rebuilt from its own state and swapped into its container.
+        """
+        import plotly.graph_objects as go
+
+        swaps = {}
+        for name, val in list(vars(self).items()):
+            if isinstance(val, go.FigureWidget):
+                new = go.FigureWidget(val.to_dict())
+                swaps[id(val)] = new
+                setattr(self, name, new)
+        if not swaps:
+            return
+        stack = [root]
+        while stack:
+            node = stack.pop()
+            kids = getattr(node, "children", None)
+            if kids is None:
+                continue
+            if any(id(k) in swaps for k in kids):
+                node.children = tuple(swaps.get(id(k), k) for k in kids)
+            stack.extend(node.children)
 
     def record(self) -> None:
         """Display the page's numbers as a machine-readable output (read back by tests/papermill)."""

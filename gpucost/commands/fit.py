@@ -1,0 +1,106 @@
+"""gpucost fit: memory per GPU (inference or training), on which cards and how many, what fits."""
+
+from __future__ import annotations
+
+import argparse
+
+NAME = "fit"
+HELP = "memory per GPU to serve or fine-tune a model, and how many of each card it needs"
+
+MODES = ["inference", "full", "lora", "qlora"]
+ENGINES = ["transformers", "vllm", "llama.cpp", "tensorrt-llm", "torchtune"]
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("--model", metavar="M", help="catalog id, Hugging Face repo id or alias (case-insensitive)")
+    src.add_argument("--config", metavar="FILE", help="a local Hugging Face config.json")
+    p.add_argument("--quant", required=True, metavar="Q",
+                   help="weight format: fp32, fp16, bf16, fp8, bnb-int8, bnb-nf4-dq, gptq, awq, q8_0, q4_k_m, …")
+    p.add_argument("--mode", default="inference", choices=MODES, help="inference (default), full, lora, qlora")
+    p.add_argument("--context", type=int, default=None, metavar="N",
+                   help="tokens per sequence (inference: KV cache; training: sequence length); default 4096 "
+                        "(2048 for training)")
+    p.add_argument("--batch", type=int, default=1, metavar="N",
+                   help="concurrent sequences (inference) or micro-batch per GPU (training)")
+    p.add_argument("--gpus", type=int, default=1, metavar="N", help="GPUs the per-GPU breakdown is for")
+    p.add_argument("--zero", type=int, default=0, choices=[0, 1, 2, 3], help="DeepSpeed ZeRO stage (training)")
+    p.add_argument("--offload", default="none", choices=["none", "cpu", "nvme"], help="ZeRO offload target")
+    p.add_argument("--engine", default=None, choices=ENGINES,
+                   help="inference engine (default: llama.cpp for GGUF, else vllm); training: transformers "
+                        "(default) or torchtune")
+    p.add_argument("--lora-rank", type=int, default=16, metavar="R", help="LoRA rank (lora, qlora)")
+    p.add_argument("--lora-targets", default="all-linear", choices=["all-linear", "attention", "qv"])
+    p.add_argument("--kv-dtype", default="fp16", choices=["fp16", "bf16", "fp32", "fp8", "q8_0", "q4_0"])
+    p.add_argument("--gpu-layers", type=int, default=None, metavar="N",
+                   help="llama.cpp partial offload: layers on the GPU (the rest in CPU RAM)")
+    p.add_argument("--optimizer", default=None,
+                   choices=["adamw", "adamw-8bit", "paged-adamw", "paged-adamw-8bit", "sgd"])
+    p.add_argument("--no-flash-attention", action="store_true", help="eager attention (scores in memory)")
+    p.add_argument("--no-grad-checkpointing", action="store_true", help="keep every layer's activations")
+    p.add_argument("--gpu", metavar="ID", help="only this card (catalog id or name, e.g. 'RTX 4090'); adds the "
+                                              "longest context and largest batch that fit on it")
+    p.add_argument("--currency", default="USD", metavar="C", help="currency of the cheapest-card answer")
+    p.add_argument("--json", action="store_true", help="print JSON")
+
+
+def default_engine(fmt, mode: str) -> str:
+    if mode != "inference":
+        return "transformers"
+    return "llama.cpp" if fmt.is_gguf else "vllm"
+
+
+def run(args: argparse.Namespace):
+    from gpucost.cards import card_table
+    from gpucost.catalog import Catalog
+    from gpucost.errors import GpucostError
+    from gpucost.memory import Setup, card_fits, cheapest_cards, estimate, max_batch, max_context
+    from gpucost.models import resolve_model
+    from gpucost.quant import get_format
+
+    cat = Catalog()
+    spec = resolve_model(args.model, config=args.config, catalog=cat)
+    fmt = get_format(args.quant, cat)
+    engine = args.engine or default_engine(fmt, args.mode)
+    if args.mode == "inference" and engine == "torchtune":
+        raise GpucostError("torchtune is a training framework; pick an inference engine for --mode inference")
+    context = args.context if args.context is not None else (4096 if args.mode == "inference" else 2048)
+    setup = Setup(mode=args.mode, context=context, batch=args.batch, gpus=args.gpus, engine=engine, zero=args.zero,
+                  offload=args.offload, lora_rank=args.lora_rank, lora_targets=args.lora_targets,
+                  kv_dtype=args.kv_dtype, gpu_layers=args.gpu_layers, optimizer=args.optimizer,
+                  flash_attention=not args.no_flash_attention, grad_checkpointing=not args.no_grad_checkpointing)
+    est = estimate(spec, fmt, setup)
+    cards = cat.gpus
+    if args.gpu:
+        gid = cat.gpu_id(args.gpu)
+        cards = cards[cards["id"] == gid]
+    fits = card_fits(spec, fmt, est.setup, cards)
+    out = est.to_dict()
+    out["fits"] = [f.to_dict() for f in fits]
+    if args.gpu:
+        vram = float(cards["vram_gib"].iloc[0])
+        out["max_context"] = max_context(spec, fmt, est.setup, vram)
+        out["max_batch"] = max_batch(spec, fmt, est.setup, vram)
+    table = card_table(cat, args.currency.upper())
+    all_fits = fits if not args.gpu else card_fits(spec, fmt, est.setup, cat.gpus)
+    out["cheapest"] = [c.to_dict() for c in cheapest_cards(all_fits, table, args.currency.upper())]
+    return out
+
+
+def render_text(r) -> str:
+    pg = r["per_gpu_gib"]
+    lines = [f"{r['model']} · {r['quant']} · {r['mode']} · {r['engine']} · context {r['context']} · batch "
+             f"{r['batch']} · {r['gpus']} GPU(s)" + (f" · ZeRO-{r['zero']}" if r['zero'] else ""),
+             "per GPU [GiB]: " + ", ".join(f"{k} {v:.2f}" for k, v in pg.items()),
+             f"CPU RAM {r['cpu_gib']:.2f} GiB · NVMe {r['nvme_gib']:.2f} GiB · weights file {r['weights_file_gib']:.2f} GiB"]
+    if "max_context" in r:
+        lines.append(f"longest context that fits: {r['max_context']} · largest batch: {r['max_batch']}")
+    lines.append(f"{'card':28} {'VRAM':>6} {'min GPUs':>8}  reason")
+    for f in r["fits"]:
+        lines.append(f"{f['name'][:28]:28} {f['vram_gib']:>6g} {str(f['min_gpus'] or '—'):>8}  {f['reason']}")
+    for c in r["cheapest"]:
+        if c["gpu"]:
+            lines.append(f"cheapest {c['basis']}: {c['count']} × {c['name']} = {c['cost']:,.2f} {c['currency']}"
+                         + (f" {c['unit']}" if c["unit"] else ""))
+    lines += [f"note: {n}" for n in r["notes"]]
+    return "\n".join(lines)

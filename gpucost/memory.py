@@ -1,0 +1,845 @@
+"""Memory fit: how much memory a model takes per GPU — to serve it or to train it — and on which cards,
+how many of them, how long a context and how large a batch fit.
+
+All figures are GiB (2^30 bytes) per GPU unless a name says otherwise. Pure functions over
+:class:`~gpucost.models.ModelSpec`, :class:`~gpucost.quant.QuantFormat` and the catalog; the whole fit
+matrix (models × formats × cards) is computed with numpy in one pass (:func:`fit_matrix`) by the same
+formulas the scalar :func:`estimate` uses (:func:`_inference_bytes`, :func:`_training_bytes`).
+
+Inference, per GPU
+    weights      the format's bytes for the tensors this GPU holds (:mod:`gpucost.quant`); tensor
+                 parallel divides the matrices by N, layer split gives each GPU L/N layers; llama.cpp keeps
+                 the token-embedding table in host memory (llama-model.cpp: "there is very little benefit
+                 to offloading the input layer, so always keep it on the CPU")
+    kv_cache     values per token per layer × layers × tokens × batch × bytes of the cache dtype:
+                 2 × KV heads × head_dim for (grouped/multi-query) attention, kv_lora_rank +
+                 qk_rope_head_dim for MLA; sliding-window layers hold at most the window (engines that
+                 implement it); tensor parallel splits KV heads (replicated when N > KV heads)
+    activations  the engine's transient peak for one forward pass (:data:`ENGINE_PROFILES`)
+    overhead     the CUDA context of the process
+Training, per GPU (mixed precision as in the ZeRO paper, Rajbhandari et al. 2020, arXiv 1910.02054,
+section 3.1: 2Ψ fp16 weights + 2Ψ fp16 gradients + KΨ optimizer states, K = 12 for Adam: fp32 master
+copy, momentum and variance; ZeRO stage 1 divides the K term by N, stage 2 also the gradients, stage 3
+also the weights), activations per micro-batch (:func:`training_activation_bytes`), LoRA/QLoRA.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field, replace
+from functools import lru_cache
+
+import numpy as np
+import pandas as pd
+
+from gpucost.catalog import Catalog
+from gpucost.errors import GpucostError, UnknownNameError
+from gpucost.models import ModelSpec, catalog_specs, layer_params, lora_trainable_params, weight_tensors
+from gpucost.quant import (
+    GIB,
+    KV_DTYPE_BYTES,
+    QuantFormat,
+    check_format_for_gpu,
+    formats,
+    weight_bytes,
+    weights_file_gib,
+)
+
+MODES = ("inference", "full", "lora", "qlora")
+ENGINES = ("transformers", "vllm", "llama.cpp", "tensorrt-llm")
+TRAINING_FRAMEWORKS = ("transformers", "torchtune")
+OFFLOADS = ("none", "cpu", "nvme")
+#: GPU counts tried for "how many cards" (tensor parallel needs the heads to divide evenly)
+INFERENCE_GPU_COUNTS = (1, 2, 3, 4, 6, 8, 16)
+TRAINING_GPU_COUNTS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
+
+#: CUDA context of one process [GiB]: 128–256 MiB per GPU with CUDA's lazy module loading, the Linux
+#: default since CUDA 12.2 (InvokeAI PR #9447, https://github.com/invoke-ai/InvokeAI/pull/9447, measured
+#: with nvidia-smi; NVIDIA developer forum "Lazy Loading", https://forums.developer.nvidia.com/t/lazy-loading/261135).
+#: The upper end is used. Older stacks loading every kernel eagerly showed 781 MB for PyTorch alone
+#: (https://github.com/pytorch/pytorch/issues/34323).
+CUDA_CONTEXT_GIB = 0.25
+
+
+@dataclass(frozen=True)
+class EngineProfile:
+    """How an inference engine lays out memory. Every field has its source in :data:`ENGINE_PROFILES`."""
+
+    name: str
+    parallel: str                    # default multi-GPU split: "tensor" or "layer"
+    embed_on_gpu: bool               # token-embedding table in GPU memory
+    kv_sliding_window: bool          # sliding-window layers cache only the window
+    kv_mla_compressed: bool          # MLA cached as the compressed latent
+    activation_model: str            # "hf" | "llamacpp" | "vllm" | "trtllm"
+    prefill_chunk: int | None        # tokens per forward pass (None: the whole prompt)
+    preallocate: str | None          # "total" (vLLM: fraction of the card) | "free" (TRT-LLM) | None
+    preallocate_fraction: float | None
+    kv_dtypes: tuple[str, ...]
+    source: str
+
+
+#: Engine memory profiles. Sources:
+#: transformers — HF generate() runs the prompt in one forward pass and keeps the full KV cache of every
+#:   layer (DynamicCache; no sliding-window saving) and computes logits of the last position only
+#:   (transformers >= 4.45 logits_to_keep); DeepSeek's HF modeling caches full per-head K/V.
+#: vLLM — pre-allocates gpu_memory_utilization (default 0.9) of the card for weights, activations and
+#:   a paged KV pool (docs/configuration/optimization.md: "vLLM pre-allocates GPU cache using this
+#:   percentage of memory"); chunked prefill of max_num_batched_tokens = 2048 tokens per step (V1 default
+#:   for the OpenAI server on cards other than >=70 GiB non-A100, vllm/engine/arg_utils.py
+#:   get_batch_defaults); the profiling run adds the sampler's fp32 logits; kv_cache_dtype auto|fp8;
+#:   hybrid KV manager caches only the window of sliding-window layers; MLA latent cache.
+#: llama.cpp — token embeddings on the CPU (src/llama-model.cpp); compute buffer sized for n_ubatch = 512
+#:   tokens (common/common.h default) over the whole n_ctx; --cache-type-k/-v f16|q8_0|q4_0
+#:   (tools/server/README.md); SWA cache for sliding-window models; default split: layers (-sm layer).
+#: TensorRT-LLM — KvCacheConfig.free_gpu_memory_fraction = 0.9 of the memory left after weights and
+#:   activations (https://nvidia.github.io/TensorRT-LLM/examples/kvcacheconfig.html); activations
+#:   pre-computed at build time for the largest shapes (reference/memory.html); tensor parallel.
+ENGINE_PROFILES: dict[str, EngineProfile] = {
+    "transformers": EngineProfile(
+        "transformers", "layer", True, False, False, "hf", None, None, None, ("fp16", "bf16", "fp32"),
+        "transformers generate(): whole prompt in one pass, DynamicCache, logits_to_keep=1"),
+    "vllm": EngineProfile(
+        "vllm", "tensor", True, True, True, "vllm", 2048, "total", 0.9, ("fp16", "bf16", "fp8"),
+        "https://github.com/vllm-project/vllm/blob/main/docs/configuration/optimization.md; "
+        "vllm/engine/arg_utils.py get_batch_defaults"),
+    "llama.cpp": EngineProfile(
+        "llama.cpp", "layer", False, True, True, "llamacpp", 512, None, None, ("fp16", "fp32", "q8_0", "q4_0"),
+        "https://github.com/ggml-org/llama.cpp/blob/master/src/llama-model.cpp; tools/server/README.md"),
+    "tensorrt-llm": EngineProfile(
+        "tensorrt-llm", "tensor", True, True, True, "trtllm", None, "free", 0.9, ("fp16", "bf16", "fp8"),
+        "https://nvidia.github.io/TensorRT-LLM/examples/kvcacheconfig.html; "
+        "https://nvidia.github.io/TensorRT-LLM/reference/memory.html"),
+}
+
+#: Transient activation widths of one forward pass, per token, in values (times the 2 bytes of a 16-bit
+#: activation). Derived from the forward code, not fitted: HF's gated MLP computes
+#: down(act(gate(x)) * up(x)); at its peak act(gate), up and their product are alive = 3 × intermediate
+#: (2 × intermediate for an ungated MLP: fc1 output and its activation); the residual stream, the norm
+#: output, the attention output and the MLP output add 4 × hidden.
+HF_MLP_LIVE = {"gated": 3, "ungated": 2}
+HF_HIDDEN_LIVE = 4
+#: llama.cpp's compute graph (f32 intermediates, 4 bytes): the larger of the attention scores
+#: (n_ubatch × n_ctx × heads, without flash attention), the feed-forward (gate and up outputs:
+#: 2 × n_ubatch × intermediate) and the logits (n_ubatch × vocab), plus 3 hidden-size buffers; ggml-alloc
+#: reuses the rest. Checked against llama.cpp's printed compute buffers in benchmarks.csv im18/im19.
+LLAMACPP_MLP_LIVE = {"gated": 2, "ungated": 1}
+LLAMACPP_HIDDEN_LIVE = 3
+F32_BYTES = 4.0
+ACT_BYTES = 2.0
+
+# -- training -------------------------------------------------------------------------------------
+#: Optimizer states [bytes per trainable parameter] at full-width state (fp32) and whether they are
+#: paged (bitsandbytes paged optimizers live in CUDA unified memory and are evicted to CPU RAM under
+#: memory pressure; QLoRA paper arXiv 2305.14314 section 3). Adam keeps momentum and variance (2 states);
+#: bitsandbytes 8-bit Adam stores each as 1 byte plus one fp32 absmax per block of 2048 values (Dettmers
+#: et al. 2021, arXiv 2110.02861); SGD keeps momentum (1 state).
+OPTIMIZERS = {
+    "adamw": {"states": 2, "state_bytes": None, "paged": False},
+    "adamw-8bit": {"states": 2, "state_bytes": 1 + 4 / 2048, "paged": False},
+    "paged-adamw": {"states": 2, "state_bytes": None, "paged": True},
+    "paged-adamw-8bit": {"states": 2, "state_bytes": 1 + 4 / 2048, "paged": True},
+    "sgd": {"states": 1, "state_bytes": None, "paged": False},
+}
+#: Training precision schemes [bytes per trainable parameter]: "mixed" = the ZeRO paper's mixed-precision
+#: Adam (16-bit weights and gradients, fp32 master copy and fp32 states); "bf16" = pure bf16 training
+#: (weights, gradients and optimizer states in bf16, no master copy — torchtune's default, dtype: bf16);
+#: "fp32" = everything fp32.
+PRECISIONS = {
+    "mixed": {"weight": 2, "grad": 2, "master": 4, "state": 4},
+    "bf16": {"weight": 2, "grad": 2, "master": 0, "state": 2},
+    "fp32": {"weight": 4, "grad": 4, "master": 0, "state": 4},
+}
+#: Training frameworks. transformers (HF Trainer, mixed precision): the loss upcasts the logits to fp32
+#: and keeps fp32 log-probabilities for backward: 2 (bf16 logits) + 4 + 4 bytes per logit.
+#: torchtune (pure bf16, CEWithChunkedOutputLoss with 8 chunks: only one chunk is upcast at a time:
+#: 2 + (4 + 4) / 8 bytes per logit; optimizer_in_bwd in the single-device full-finetune recipes frees each
+#: gradient as soon as its parameter is updated) — torchtune README and recipes/configs (2024-09).
+TRAINING_PROFILES = {
+    "transformers": {"precision": "mixed", "logit_bytes": 2 + 4 + 4, "optimizer_in_backward": False},
+    "torchtune": {"precision": "bf16", "logit_bytes": 2 + (4 + 4) / 8, "optimizer_in_backward": True},
+}
+#: DeepSpeed reduce_bucket_size default (5e8 elements): what stays on the GPU of the gradients when they
+#: are offloaded (https://www.deepspeed.ai/docs/config-json/ "reduce_bucket_size", default 500000000)
+ZERO_REDUCE_BUCKET = 5e8
+#: ZeRO-3 / FSDP gather one layer's parameters at a time and prefetch the next (FSDP paper, Zhao et al.
+#: 2023, arXiv 2304.11277, section 3.3 backward/forward prefetch): 2 layers in GPU memory at once
+ZERO3_LIVE_LAYERS = 2
+
+# -- diffusion ------------------------------------------------------------------------------------
+#: default image size of each diffusion model [pixels per side] (model cards: SD 1.5 512, SDXL/SD3.5/FLUX 1024)
+DIFFUSION_DEFAULT_SIZE = {"sd-1.5": 512}
+DIFFUSION_DEFAULT_SIZE_OTHER = 1024
+#: Activation allowance of a diffusion pipeline: the VAE decoder's full-resolution stage (diffusers
+#: AutoencoderKL, block_out_channels[0] = 128) holds about 3 tensors of H × W × 128 16-bit values
+#: (resnet input, norm output, conv output). A documented allowance, not a measurement.
+VAE_CHANNELS = 128
+VAE_LIVE_TENSORS = 3
+
+
+# --------------------------------------------------------------------------------------------------
+# Records
+# --------------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Breakdown:
+    """Memory of one GPU by component [GiB]."""
+
+    weights: float = 0.0
+    kv_cache: float = 0.0
+    activations: float = 0.0
+    gradients: float = 0.0
+    optimizer: float = 0.0
+    overhead: float = 0.0
+
+    @property
+    def total(self) -> float:
+        return self.weights + self.kv_cache + self.activations + self.gradients + self.optimizer + self.overhead
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["total"] = self.total
+        return {k: round(v, 4) for k, v in d.items()}
+
+
+@dataclass(frozen=True)
+class Setup:
+    """What is being run. Units: tokens, sequences, GPUs."""
+
+    mode: str = "inference"
+    context: int = 4096              # [tokens] per sequence held in the KV cache (inference) / sequence length (training)
+    batch: int = 1                   # [sequences] concurrent (inference) / micro-batch per GPU (training)
+    gpus: int = 1
+    engine: str = "transformers"     # inference engine, or training framework (transformers | torchtune)
+    zero: int = 0
+    offload: str = "none"
+    lora_rank: int = 16
+    lora_targets: str = "all-linear"
+    kv_dtype: str = "fp16"
+    parallel: str | None = None      # tensor | layer; None: the engine's default
+    prompt: int | None = None        # [tokens] in the largest forward pass; None: the whole context
+    gpu_layers: int | None = None    # llama.cpp -ngl: layers on the GPU (None: all)
+    flash_attention: bool = True
+    grad_checkpointing: bool = True
+    optimizer: str | None = None     # None: adamw (full, lora) / paged-adamw (qlora)
+    optimizer_in_backward: bool | None = None
+    image_size: int | None = None    # diffusion [pixels per side]
+
+    @property
+    def is_training(self) -> bool:
+        return self.mode != "inference"
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A memory estimate: per-GPU breakdown [GiB], what lands in CPU RAM and on NVMe [GiB], the weights file."""
+
+    model: str
+    quant: str
+    setup: Setup
+    per_gpu: Breakdown
+    cpu_gib: float
+    nvme_gib: float
+    weights_file_gib: float
+    trainable_params: float = 0.0
+    notes: tuple[str, ...] = ()
+
+    @property
+    def total_gib(self) -> float:
+        return self.per_gpu.total
+
+    @property
+    def engine_gib(self) -> float:
+        """What the engine itself allocates (per GPU), i.e. without the CUDA context: the figure that
+        allocator statistics (torch.cuda.max_memory_allocated/reserved) and llama.cpp's logs report."""
+        return self.per_gpu.total - CUDA_CONTEXT_GIB
+
+    def to_dict(self) -> dict:
+        return {"model": self.model, "quant": self.quant, "mode": self.setup.mode,
+                "engine": self.setup.engine, "context": self.setup.context, "batch": self.setup.batch,
+                "gpus": self.setup.gpus, "zero": self.setup.zero, "offload": self.setup.offload,
+                "per_gpu_gib": self.per_gpu.to_dict(), "cpu_gib": round(self.cpu_gib, 4),
+                "nvme_gib": round(self.nvme_gib, 4), "weights_file_gib": round(self.weights_file_gib, 4),
+                "trainable_params": self.trainable_params, "notes": list(self.notes)}
+
+
+@dataclass(frozen=True)
+class CardFit:
+    """Whether and on how many of one card the setup fits."""
+
+    gpu: str
+    name: str
+    vram_gib: float
+    min_gpus: int | None
+    fits_on_one: bool
+    reason: str
+    usable_gib: float
+    per_gpu_gib: float | None
+
+    def to_dict(self) -> dict:
+        return {"gpu": self.gpu, "name": self.name, "vram_gib": self.vram_gib, "min_gpus": self.min_gpus,
+                "fits_on_one": self.fits_on_one, "reason": self.reason, "usable_gib": round(self.usable_gib, 3),
+                "per_gpu_gib": None if self.per_gpu_gib is None else round(self.per_gpu_gib, 3)}
+
+
+# --------------------------------------------------------------------------------------------------
+# Model arrays: what the formulas need from a (model, format) pair, as numpy columns
+# --------------------------------------------------------------------------------------------------
+
+_ARRAY_FIELDS = ("embed_b", "output_b", "blocks_b", "vectors_b", "total_b", "L", "h", "heads", "kv_heads",
+                 "kv_vals", "kv_vals_expanded", "n_full", "n_swa", "window", "vocab", "mlp_tok", "gated",
+                 "is_mla", "is_llm", "tied", "params", "params_active", "layer_params", "largest_tensor",
+                 "largest_block")
+
+
+def _pair_arrays(spec: ModelSpec, fmt: QuantFormat) -> dict[str, float]:
+    wb = weight_bytes(spec, fmt)
+    if spec.is_llm:
+        mlp_tok = (spec.experts_per_token * (spec.moe_intermediate_size or spec.intermediate_size)
+                   + spec.num_shared_experts * (spec.moe_intermediate_size or 0)) if spec.is_moe \
+            else spec.intermediate_size
+        if spec.is_moe and spec.first_dense_layers:
+            mlp_tok = max(mlp_tok, spec.intermediate_size)
+        n_swa = spec.sliding_window_layers if spec.sliding_window else 0
+        groups = weight_tensors(spec)
+        largest = max((g.numel for g in groups if g.kind != "norm"), default=0)
+        # the largest matrix a quantizer converts (one Linear; an expert tensor holds E of them)
+        block = max((g.numel / (spec.num_experts if g.kind.endswith("_exps") else 1) for g in groups
+                     if g.layers is not None and g.kind != "ffn_gate_inp"), default=0)
+    else:
+        mlp_tok, n_swa, largest, block = 0, 0, spec.params_total, spec.params_total
+    return {
+        "embed_b": wb.embed, "output_b": wb.output, "blocks_b": wb.blocks, "vectors_b": wb.vectors,
+        "total_b": wb.total, "L": spec.num_layers, "h": spec.hidden_size, "heads": spec.num_attention_heads,
+        "kv_heads": max(spec.num_kv_heads, 1), "kv_vals": spec.kv_values_per_token_per_layer if spec.is_llm else 0,
+        "kv_vals_expanded": spec.kv_values_per_token_per_layer_expanded if spec.is_llm else 0,
+        "n_full": spec.num_layers - n_swa, "n_swa": n_swa, "window": spec.sliding_window or 0,
+        "vocab": spec.vocab_size, "mlp_tok": mlp_tok, "gated": 1.0 if spec.gated_mlp else 0.0,
+        "is_mla": 1.0 if spec.is_mla else 0.0, "is_llm": 1.0 if spec.is_llm else 0.0,
+        "tied": 1.0 if spec.tie_embeddings else 0.0, "params": spec.params_total,
+        "params_active": spec.params_active, "layer_params": layer_params(spec), "largest_tensor": largest,
+        "largest_block": block,
+    }
+
+
+def _arrays(pairs: list[tuple[ModelSpec, QuantFormat]]) -> dict[str, np.ndarray]:
+    rows = [_pair_arrays(s, f) for s, f in pairs]
+    return {k: np.array([r[k] for r in rows], dtype=float) for k in _ARRAY_FIELDS}
+
+
+# --------------------------------------------------------------------------------------------------
+# Inference
+# --------------------------------------------------------------------------------------------------
+
+def kv_cache_bytes(a: dict, context, batch, kv_bytes: float, profile: EngineProfile):
+    """KV cache of all layers [bytes] for ``batch`` sequences of ``context`` tokens (arrays broadcast)."""
+    ctx = np.asarray(context, dtype=float)
+    vals = np.where(a["is_mla"] > 0, a["kv_vals"] if profile.kv_mla_compressed else a["kv_vals_expanded"],
+                    a["kv_vals"])
+    if profile.kv_sliding_window:
+        tokens_layers = a["n_full"] * ctx + a["n_swa"] * np.minimum(ctx, a["window"])
+    else:
+        tokens_layers = (a["n_full"] + a["n_swa"]) * ctx
+    return vals * tokens_layers * np.asarray(batch, dtype=float) * kv_bytes
+
+
+def _inference_bytes(a: dict, N, s: Setup, profile: EngineProfile) -> dict[str, np.ndarray]:
+    """Per-GPU bytes by component (the most loaded GPU) and CPU bytes, for GPU counts ``N`` (broadcast)."""
+    N = np.asarray(N, dtype=float)
+    ctx, batch = float(s.context), float(s.batch)
+    prompt = float(s.prompt if s.prompt is not None else s.context)
+    kv_bytes = KV_DTYPE_BYTES[s.kv_dtype]
+    parallel = s.parallel or profile.parallel
+    tensor = parallel == "tensor"
+    embed_gpu = a["embed_b"] if profile.embed_on_gpu else np.where(a["tied"] > 0, a["embed_b"], 0.0)
+    cpu = np.zeros(np.broadcast(a["total_b"], N).shape)
+    if not profile.embed_on_gpu:
+        cpu = cpu + a["embed_b"]  # llama.cpp keeps the input embedding in host memory (a copy when tied)
+    L = np.maximum(a["L"], 1)
+    gpu_frac = 1.0
+    if s.gpu_layers is not None:
+        gpu_frac = np.minimum(float(s.gpu_layers), L) / L
+    head_out = np.where(gpu_frac >= 1.0, a["output_b"], 0.0)
+    if tensor:
+        weights = (a["blocks_b"] * gpu_frac + embed_gpu + head_out) / N + a["vectors_b"]
+    else:
+        ends = np.where(N > 1, np.maximum(embed_gpu, head_out), embed_gpu + head_out)
+        weights = a["blocks_b"] * gpu_frac / N + ends + a["vectors_b"]
+    cpu = cpu + a["blocks_b"] * (1 - gpu_frac) + np.where(gpu_frac >= 1.0, 0.0, a["output_b"])
+    kv_all = kv_cache_bytes(a, ctx, batch, kv_bytes, profile)
+    kv_gpu_all = kv_all * gpu_frac
+    cpu = cpu + kv_all * (1 - gpu_frac)
+    if tensor:
+        shard = np.where(a["is_mla"] > 0, 1.0, np.maximum(a["kv_heads"] / N, 1.0) / a["kv_heads"])
+        kv = kv_gpu_all * shard
+    else:
+        kv = kv_gpu_all / N
+    act = _inference_activation_bytes(a, N if tensor else 1.0, ctx, batch, prompt, s.flash_attention, profile)
+    overhead = np.full(np.broadcast(weights, kv).shape, CUDA_CONTEXT_GIB * GIB)
+    llm = a["is_llm"] > 0
+    if not np.all(llm):  # diffusion: weights + VAE allowance, no KV cache
+        size = float(s.image_size or DIFFUSION_DEFAULT_SIZE_OTHER)
+        vae = VAE_LIVE_TENSORS * size * size * VAE_CHANNELS * ACT_BYTES * batch
+        weights = np.where(llm, weights, a["total_b"])
+        kv = np.where(llm, kv, 0.0)
+        act = np.where(llm, act, vae)
+        cpu = np.where(llm, cpu, 0.0)
+    shape = np.broadcast(weights, kv, act, overhead).shape
+    return {"weights": np.broadcast_to(weights, shape), "kv_cache": np.broadcast_to(kv, shape),
+            "activations": np.broadcast_to(act, shape), "gradients": np.zeros(shape),
+            "optimizer": np.zeros(shape), "overhead": np.broadcast_to(overhead, shape),
+            "cpu": np.broadcast_to(cpu, shape), "nvme": np.zeros(shape)}
+
+
+def _inference_activation_bytes(a, N_tp, ctx, batch, prompt, flash, profile: EngineProfile):
+    """Transient activation peak of one forward pass [bytes] (see the constants above)."""
+    h, heads, vocab = a["h"], a["heads"], a["vocab"]
+    mlp_live = np.where(a["gated"] > 0, HF_MLP_LIVE["gated"], HF_MLP_LIVE["ungated"]) * a["mlp_tok"]
+    tokens = prompt * batch
+    if profile.prefill_chunk is not None and profile.activation_model == "vllm":
+        tokens = min(tokens, profile.prefill_chunk)
+    if profile.activation_model == "llamacpp":
+        ub = min(float(profile.prefill_chunk or 512), tokens)
+        n_ctx = ctx * batch
+        attn = ub * n_ctx * (F32_BYTES * heads if not flash else ACT_BYTES)
+        ffn = np.where(a["gated"] > 0, LLAMACPP_MLP_LIVE["gated"], LLAMACPP_MLP_LIVE["ungated"]) \
+            * a["mlp_tok"] * ub * F32_BYTES
+        out = ub * vocab * F32_BYTES
+        return np.maximum(np.maximum(attn, ffn), out) + LLAMACPP_HIDDEN_LIVE * ub * h * F32_BYTES
+    mlp = tokens * (mlp_live / N_tp + HF_HIDDEN_LIVE * h) * ACT_BYTES
+    attn = 0.0 if flash else 2 * (heads / N_tp) * prompt * prompt * batch * ACT_BYTES
+    logits = batch * vocab * F32_BYTES
+    return mlp + attn + logits
+
+
+# --------------------------------------------------------------------------------------------------
+# Training
+# --------------------------------------------------------------------------------------------------
+
+def training_activation_bytes(spec_arrays: dict, seq: float, micro_batch: float, flash: bool, checkpointing: bool,
+                              logit_bytes: float):
+    """Activations stored for backward for one micro-batch [bytes].
+
+    Per token per layer (16-bit values), counted the way Korthikanti et al. 2022 (arXiv 2205.05198,
+    section 4.1) count the tensors kept for backward, for a gated MLP, grouped-query attention, RMSNorm
+    and no dropout: attention — norm output 2h, Q 2·q, K and V 4·kv, attention output 2·q; MLP — norm
+    output 2h, gate, up, activation and product 8·I (4·I ungated); the two norm inputs 4h. Without
+    FlashAttention (Dao et al. 2022, arXiv 2205.14135) the softmax output adds 2·heads·seq per token.
+    With full activation checkpointing only each layer's input (2h) is kept, plus one layer's full set
+    while it is recomputed. The loss adds ``logit_bytes`` per token per vocabulary entry.
+    """
+    a = spec_arrays
+    h = a["h"]
+    q = a["heads"] * (a["kv_vals_expanded"] / np.maximum(2 * a["kv_heads"], 1))  # heads × head_dim (approx. for MLA)
+    kv = a["kv_vals"] / 2
+    mlp = np.where(a["gated"] > 0, 8, 4) * a["mlp_tok"]
+    per_layer_tok = 8 * h + 4 * q + 4 * kv + mlp
+    if not flash:
+        per_layer_tok = per_layer_tok + 2 * a["heads"] * seq
+    tokens = seq * micro_batch
+    L = a["L"]
+    if checkpointing:
+        stored = tokens * (L * 2 * h + per_layer_tok)
+    else:
+        stored = tokens * L * per_layer_tok
+    return stored + tokens * a["vocab"] * logit_bytes
+
+
+def _training_bytes(a: dict, N, s: Setup, trainable, fmt_quantized: bool) -> dict[str, np.ndarray]:
+    """Per-GPU and CPU/NVMe bytes of a training setup for GPU counts ``N`` (broadcast)."""
+    N = np.asarray(N, dtype=float)
+    prof = TRAINING_PROFILES[s.engine]
+    prec = PRECISIONS[prof["precision"]]
+    opt_name = s.optimizer or ("paged-adamw" if s.mode == "qlora" else "adamw")
+    opt = OPTIMIZERS[opt_name]
+    state_b = opt["state_bytes"] if opt["state_bytes"] is not None else prec["state"]
+    k_bytes = prec["master"] + opt["states"] * state_b  # the K of the ZeRO paper
+    zero, off = s.zero, s.offload
+    trainable = np.asarray(trainable, dtype=float)
+    full = s.mode == "full"
+    # weights: full FT holds its trainable copy at the precision's width; LoRA holds the frozen base in its
+    # format plus the adapters (trainable) at the weight width
+    if full:
+        base_w = trainable * prec["weight"]
+    else:
+        base_w = a["total_b"] + trainable * prec["weight"]
+    ws = ZERO3_LIVE_LAYERS * a["layer_params"] * (prec["weight"] if full else a["total_b"] / np.maximum(a["params"], 1))
+    if zero >= 3:
+        shard = base_w / N + ws
+        weights = np.minimum(base_w, shard) if off == "none" else np.minimum(base_w, ws)
+    else:
+        weights = base_w * np.ones_like(N)
+    grads_full = trainable * prec["grad"]
+    in_bwd = s.optimizer_in_backward if s.optimizer_in_backward is not None else \
+        (prof["optimizer_in_backward"] and full and s.gpus == 1)
+    if zero >= 2:
+        grads = grads_full / N
+        if off != "none":
+            grads = np.minimum(grads, ZERO_REDUCE_BUCKET * prec["grad"])
+    else:
+        grads = grads_full * np.ones_like(N)
+    if in_bwd:  # each gradient is freed as soon as its parameter is updated: the largest one is alive
+        grads = np.minimum(grads, a["largest_tensor"] * prec["grad"])
+    opt_total = trainable * k_bytes
+    opt_gpu = opt_total / N if zero >= 1 else opt_total * np.ones_like(N)
+    cpu = np.zeros(np.broadcast(N, trainable).shape)
+    nvme = np.zeros_like(cpu)
+    if opt["paged"]:
+        cpu = cpu + opt_total  # paged: evicted to CPU RAM when the GPU is full; not required on the GPU
+        opt_gpu = opt_gpu * 0.0
+    if off != "none":
+        moved = opt_total + (grads_full if zero >= 2 else 0.0)
+        if zero >= 3:
+            moved = moved + base_w
+        if off == "cpu":
+            cpu = cpu + moved
+        else:
+            nvme = nvme + moved
+        if not opt["paged"]:
+            opt_gpu = opt_gpu * 0.0
+    act = training_activation_bytes(a, float(s.context), float(s.batch), s.flash_attention,
+                                    s.grad_checkpointing, prof["logit_bytes"])
+    if fmt_quantized:  # QLoRA dequantizes one weight matrix at a time to the compute dtype
+        act = act + a["largest_block"] * ACT_BYTES
+    overhead = CUDA_CONTEXT_GIB * GIB
+    shape = np.broadcast(weights, grads, opt_gpu, act, N).shape
+    return {"weights": np.broadcast_to(weights, shape), "kv_cache": np.zeros(shape),
+            "activations": np.broadcast_to(act, shape), "gradients": np.broadcast_to(grads, shape),
+            "optimizer": np.broadcast_to(opt_gpu, shape), "overhead": np.full(shape, overhead),
+            "cpu": np.broadcast_to(cpu, shape), "nvme": np.broadcast_to(nvme, shape)}
+
+
+# --------------------------------------------------------------------------------------------------
+# Checks and the scalar estimate
+# --------------------------------------------------------------------------------------------------
+
+def check_setup(spec: ModelSpec, fmt: QuantFormat, s: Setup) -> Setup:
+    """Validate a setup; raise GpucostError with one line. Returns the setup with defaults resolved."""
+    if s.mode not in MODES:
+        raise UnknownNameError("mode", s.mode, MODES)
+    for name, val, lo in (("context", s.context, 1), ("batch", s.batch, 1), ("GPU count", s.gpus, 1)):
+        if not isinstance(val, (int, np.integer)) or val < lo:
+            raise GpucostError(f"{name} must be a whole number >= {lo}, not {val}")
+    if s.zero not in (0, 1, 2, 3):
+        raise GpucostError(f"ZeRO stage must be 0, 1, 2 or 3, not {s.zero}")
+    if s.offload not in OFFLOADS:
+        raise UnknownNameError("offload target", s.offload, OFFLOADS)
+    if s.is_training:
+        if s.engine not in TRAINING_FRAMEWORKS:
+            s = replace(s, engine="transformers")
+        if not spec.is_llm:
+            raise GpucostError(f"{spec.id}: training estimates cover language models only")
+        if s.offload != "none" and s.zero == 0:
+            raise GpucostError("offloading needs ZeRO stage 1, 2 or 3 (DeepSpeed offload_optimizer; "
+                               "offload of parameters needs stage 3)")
+        if s.mode == "full" and not fmt.is_float:
+            raise GpucostError(f"full fine-tuning trains the weights in a float format (fp32, fp16, bf16), "
+                               f"not {fmt.id}; use --mode qlora for a quantized base")
+        if s.mode == "lora" and not fmt.is_float:
+            raise GpucostError(f"LoRA keeps the base model in a float format; with {fmt.id} use --mode qlora")
+        if s.mode == "qlora" and (fmt.is_float or fmt.is_gguf or fmt.id.startswith("fp8")):
+            raise GpucostError(f"QLoRA needs a quantized base PyTorch can train through (bnb-nf4-dq, bnb-nf4, "
+                               f"bnb-fp4, bnb-int8, gptq, awq), not {fmt.id}")
+        opt = s.optimizer or ("paged-adamw" if s.mode == "qlora" else "adamw")
+        if opt not in OPTIMIZERS:
+            raise UnknownNameError("optimizer", opt, OPTIMIZERS)
+        if s.mode in ("lora", "qlora") and s.lora_rank < 1:
+            raise GpucostError(f"LoRA rank must be >= 1, not {s.lora_rank}")
+    else:
+        if s.engine not in ENGINE_PROFILES:
+            raise UnknownNameError("engine", s.engine, ENGINE_PROFILES)
+        prof = ENGINE_PROFILES[s.engine]
+        if s.kv_dtype not in KV_DTYPE_BYTES:
+            raise UnknownNameError("KV-cache dtype", s.kv_dtype, KV_DTYPE_BYTES)
+        if s.kv_dtype not in prof.kv_dtypes:
+            raise GpucostError(f"{s.engine} has no {s.kv_dtype} KV cache (it offers {', '.join(prof.kv_dtypes)})")
+        if s.parallel not in (None, "tensor", "layer"):
+            raise UnknownNameError("parallel mode", str(s.parallel), ("tensor", "layer"))
+        if s.gpu_layers is not None:
+            if s.engine != "llama.cpp":
+                raise GpucostError("partial offload (GPU layers) is a llama.cpp option")
+            if s.gpu_layers < 0:
+                raise GpucostError(f"GPU layers must be >= 0, not {s.gpu_layers}")
+        if (s.parallel or prof.parallel) == "tensor" and s.gpus > 1 and spec.is_llm \
+                and spec.num_attention_heads % s.gpus:
+            raise GpucostError(f"tensor parallel over {s.gpus} GPUs needs the {spec.num_attention_heads} "
+                               "attention heads to divide evenly")
+        if s.prompt is not None and not (1 <= s.prompt <= s.context):
+            raise GpucostError(f"prompt length must be between 1 and the context ({s.context}), not {s.prompt}")
+    if spec.is_llm and spec.max_context and s.context > spec.max_context:
+        pass  # allowed (RoPE scaling); reported as a note
+    return s
+
+
+def estimate(spec: ModelSpec, fmt: QuantFormat, setup: Setup | None = None, **kw) -> Estimate:
+    """Memory per GPU (and in CPU RAM / on NVMe) for ``spec`` in ``fmt`` under ``setup``."""
+    s = check_setup(spec, fmt, replace(setup or Setup(), **kw))
+    a = _arrays([(spec, fmt)])
+    notes: list[str] = []
+    trainable = 0.0
+    if s.is_training:
+        trainable = spec.params_total if s.mode == "full" else lora_trainable_params(spec, s.lora_rank, s.lora_targets)
+        b = _training_bytes(a, s.gpus, s, trainable, fmt.is_quantized)
+        opt = s.optimizer or ("paged-adamw" if s.mode == "qlora" else "adamw")
+        if OPTIMIZERS[opt]["paged"]:
+            notes.append("paged optimizer: its states are counted in CPU RAM (they stay on the GPU while it "
+                         "has room)")
+        if s.offload == "nvme":
+            notes.append("NVMe offload also needs DeepSpeed's pinned CPU staging buffers (not counted)")
+    else:
+        prof = ENGINE_PROFILES[s.engine]
+        b = _inference_bytes(a, s.gpus, s, prof)
+        if spec.is_llm and spec.max_context and s.context > spec.max_context:
+            notes.append(f"context {s.context} exceeds the model's max_position_embeddings {spec.max_context}")
+        if prof.preallocate == "total":
+            notes.append(f"vLLM reserves gpu_memory_utilization = {prof.preallocate_fraction:g} of each card "
+                         "and fills what is left with KV-cache blocks; the total here is what it needs")
+        if prof.preallocate == "free":
+            notes.append(f"TensorRT-LLM takes free_gpu_memory_fraction = {prof.preallocate_fraction:g} of the "
+                         "memory left after weights for its KV pool; the total here is what it needs")
+        if not spec.is_llm:
+            notes.append("diffusion: weights of every component plus an activation allowance for the VAE "
+                         "decoder at full resolution (no KV cache)")
+    bd = Breakdown(**{k: float(b[k].reshape(-1)[0]) / GIB for k in
+                      ("weights", "kv_cache", "activations", "gradients", "optimizer", "overhead")})
+    return Estimate(model=spec.id, quant=fmt.id, setup=s, per_gpu=bd, cpu_gib=float(b["cpu"].reshape(-1)[0]) / GIB,
+                    nvme_gib=float(b["nvme"].reshape(-1)[0]) / GIB, weights_file_gib=weights_file_gib(spec, fmt),
+                    trainable_params=float(trainable), notes=tuple(notes))
+
+
+def _per_gpu_totals(spec: ModelSpec, fmt: QuantFormat, s: Setup, counts) -> np.ndarray:
+    """Per-GPU total bytes for each GPU count in ``counts`` (inf where the count is not valid)."""
+    a = _arrays([(spec, fmt)])
+    N = np.asarray(counts, dtype=float)
+    if s.is_training:
+        trainable = spec.params_total if s.mode == "full" else lora_trainable_params(spec, s.lora_rank, s.lora_targets)
+        b = _training_bytes(a, N, s, trainable, fmt.is_quantized)
+    else:
+        b = _inference_bytes(a, N, s, ENGINE_PROFILES[s.engine])
+    tot = sum(b[k] for k in ("weights", "kv_cache", "activations", "gradients", "optimizer", "overhead"))
+    tot = np.asarray(tot, dtype=float).reshape(-1)
+    if not s.is_training and (s.parallel or ENGINE_PROFILES[s.engine].parallel) == "tensor" and spec.is_llm:
+        tot = np.where(spec.num_attention_heads % N == 0, tot, np.inf)
+    return tot
+
+
+# --------------------------------------------------------------------------------------------------
+# Cards: usable memory, fits, inverse questions
+# --------------------------------------------------------------------------------------------------
+
+def usable_gib(vram_gib, engine: str, mode: str = "inference"):
+    """Memory an engine may use on a card [GiB]: vLLM caps itself at gpu_memory_utilization × VRAM."""
+    prof = ENGINE_PROFILES.get(engine)
+    if mode == "inference" and prof is not None and prof.preallocate == "total":
+        return np.asarray(vram_gib, dtype=float) * prof.preallocate_fraction
+    return np.asarray(vram_gib, dtype=float)
+
+
+def card_fits(spec: ModelSpec, fmt: QuantFormat, setup: Setup, cards: pd.DataFrame) -> list[CardFit]:
+    """For each card: the fewest cards that hold the setup (the count tried from GPU counts), and why not."""
+    s = check_setup(spec, fmt, setup)
+    counts = TRAINING_GPU_COUNTS if s.is_training else INFERENCE_GPU_COUNTS
+    if s.is_training and s.zero == 0:
+        counts = (1,)
+    totals = _per_gpu_totals(spec, fmt, s, counts) / GIB
+    one = float(_per_gpu_totals(spec, fmt, replace(s, gpus=1), (1,))[0] / GIB)
+    out = []
+    for r in cards.itertuples(index=False):
+        usable = float(usable_gib(r.vram_gib, s.engine, s.mode))
+        caveat = check_format_for_gpu(fmt, getattr(r, "compute_capability", None), r.vendor)
+        ok = totals <= usable
+        n = int(counts[int(np.argmax(ok))]) if ok.any() else None
+        if n is None and len(counts) == 1:
+            reason = (f"needs {one:.1f} GiB, more than {usable:.1f} GiB; ZeRO stage 0 keeps a full copy on every "
+                      "GPU (use --zero 1-3 to spread it)")
+        elif n is None:
+            reason = (f"needs {one:.1f} GiB on one card; no count up to {counts[-1]} brings it under "
+                      f"{usable:.1f} GiB")
+        elif n > 1:
+            reason = f"needs {one:.1f} GiB on one card, {totals[counts.index(n)]:.1f} GiB each on {n}"
+        else:
+            reason = f"{one:.1f} of {usable:.1f} GiB"
+        if caveat:
+            reason += f"; {caveat}: the engine runs it weight-only or not at all"
+        per = float(totals[counts.index(n)]) if n is not None else None
+        out.append(CardFit(gpu=r.id, name=r.name, vram_gib=float(r.vram_gib), min_gpus=n, fits_on_one=n == 1,
+                           reason=reason, usable_gib=usable, per_gpu_gib=per))
+    return out
+
+
+def max_context(spec: ModelSpec, fmt: QuantFormat, setup: Setup, vram_gib: float) -> int | None:
+    """The longest context [tokens] that fits on ``setup.gpus`` cards of ``vram_gib`` (None: not even 1)."""
+    s = check_setup(spec, fmt, setup)
+    limit = float(usable_gib(vram_gib, s.engine, s.mode)) * GIB
+    upper = max(spec.max_context, 1) if spec.is_llm else 1
+
+    def fits(c: int) -> bool:
+        ss = replace(s, context=c, prompt=min(s.prompt, c) if s.prompt else None)
+        return bool(_per_gpu_totals(spec, fmt, ss, (s.gpus,))[0] <= limit)
+
+    return _largest(fits, upper)
+
+
+def max_batch(spec: ModelSpec, fmt: QuantFormat, setup: Setup, vram_gib: float, upper: int = 4096) -> int | None:
+    """The largest batch [sequences] that fits on ``setup.gpus`` cards of ``vram_gib`` (None: not even 1)."""
+    s = check_setup(spec, fmt, setup)
+    limit = float(usable_gib(vram_gib, s.engine, s.mode)) * GIB
+
+    def fits(b: int) -> bool:
+        return bool(_per_gpu_totals(spec, fmt, replace(s, batch=b), (s.gpus,))[0] <= limit)
+
+    return _largest(fits, upper)
+
+
+def _largest(fits, upper: int) -> int | None:
+    """The largest n in [1, upper] with fits(n), for a monotone predicate (bisection)."""
+    if not fits(1):
+        return None
+    if fits(upper):
+        return upper
+    lo, hi = 1, upper
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if fits(mid):
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+@dataclass(frozen=True)
+class CheapestCard:
+    basis: str            # new | used | cloud
+    gpu: str | None
+    name: str | None
+    count: int | None
+    cost: float | None    # count × price (new/used) or count × hourly (cloud) in ``currency``
+    currency: str
+    unit: str             # "" or "per hour"
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def cheapest_cards(fits: list[CardFit], table: pd.DataFrame, currency: str = "USD") -> list[CheapestCard]:
+    """Cheapest way to get enough cards, on each price basis (``table`` from cards.card_table)."""
+    t = table.set_index("id")
+    out = []
+    for basis, col, unit in (("new", "price_new", ""), ("used", "price_used", ""), ("cloud", "cloud_hourly", "per hour")):
+        best = None
+        for f in fits:
+            if f.min_gpus is None or f.gpu not in t.index:
+                continue
+            price = t.at[f.gpu, col]
+            if price is None or (isinstance(price, float) and math.isnan(price)):
+                continue
+            cost = f.min_gpus * float(price)
+            if best is None or cost < best[0]:
+                best = (cost, f)
+        if best is None:
+            out.append(CheapestCard(basis, None, None, None, None, currency, unit))
+        else:
+            out.append(CheapestCard(basis, best[1].gpu, best[1].name, best[1].min_gpus, best[0], currency, unit))
+    return out
+
+
+# --------------------------------------------------------------------------------------------------
+# The whole matrix at once
+# --------------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class FitMatrix:
+    """min_gpus[model, format, card] (0 = no count fits, -1 = format/mode not applicable) and the per-GPU
+    total on one card [GiB] (nan where not applicable)."""
+
+    models: tuple[str, ...]
+    formats: tuple[str, ...]
+    cards: tuple[str, ...]
+    counts: tuple[int, ...]
+    min_gpus: np.ndarray
+    one_gpu_gib: np.ndarray
+    setup: Setup = field(compare=False, default_factory=Setup)
+
+    def for_model(self, model: str) -> pd.DataFrame:
+        """cards × formats table of minimum counts for one model (NaN: none fits / not applicable)."""
+        i = self.models.index(model)
+        m = self.min_gpus[i].T.astype(float)
+        m[m <= 0] = np.nan
+        return pd.DataFrame(m, index=list(self.cards), columns=list(self.formats))
+
+
+@lru_cache(maxsize=16)
+def _catalog_arrays(key: tuple) -> tuple[tuple[str, ...], tuple[str, ...], dict, np.ndarray, np.ndarray]:
+    specs, fmts = key
+    pairs = [(s, f) for s in specs for f in fmts]
+    a = _arrays(pairs)
+    M, F = len(specs), len(fmts)
+    valid_mode = {}
+    for mode in MODES:
+        ok = np.ones((M, F), dtype=bool)
+        for j, f in enumerate(fmts):
+            if mode in ("full", "lora"):
+                ok[:, j] = f.is_float
+            elif mode == "qlora":
+                ok[:, j] = not (f.is_float or f.is_gguf or f.id.startswith("fp8"))
+        if mode != "inference":
+            ok &= np.array([s.is_llm for s in specs])[:, None]
+        valid_mode[mode] = ok
+    heads = np.array([s.num_attention_heads if s.is_llm else 1 for s in specs], dtype=float)
+    trainable_full = np.array([s.params_total for s in specs], dtype=float)
+    return tuple(s.id for s in specs), tuple(f.id for f in fmts), {"a": a, "valid": valid_mode}, heads, trainable_full
+
+
+@lru_cache(maxsize=32)
+def _lora_counts(specs: tuple[ModelSpec, ...], rank: int, targets: str) -> np.ndarray:
+    return np.array([lora_trainable_params(sp, rank, targets) if sp.is_llm else 0.0 for sp in specs])
+
+
+def catalog_key(catalog: Catalog) -> tuple:
+    """A hashable key of the catalog's models and formats (for the cached arrays)."""
+    return (tuple(catalog_specs(catalog)), tuple(formats(catalog).values()))
+
+
+def fit_matrix(catalog: Catalog, setup: Setup, cards: pd.DataFrame | None = None, key: tuple | None = None) -> FitMatrix:
+    """Minimum GPU count for every catalog model × format × card under one setup (vectorized)."""
+    key = key or catalog_key(catalog)
+    specs, fmts = key
+    model_ids, fmt_ids, data, heads, trainable_full = _catalog_arrays(key)
+    cards = cards if cards is not None else catalog.gpus
+    s = setup
+    M, F = len(model_ids), len(fmt_ids)
+    a = data["a"]
+    counts = TRAINING_GPU_COUNTS if s.is_training else INFERENCE_GPU_COUNTS
+    if s.is_training and s.zero == 0:
+        counts = (1,)
+    N = np.asarray(counts, dtype=float)[None, :]
+    a2 = {k: v[:, None] for k, v in a.items()}
+    if s.is_training:
+        eng = s.engine if s.engine in TRAINING_FRAMEWORKS else "transformers"
+        s = replace(s, engine=eng)
+        if s.mode == "full":
+            trainable = np.repeat(trainable_full, F)[:, None]
+        else:
+            trainable = np.repeat(_lora_counts(specs, s.lora_rank, s.lora_targets), F)[:, None]
+        quantized = np.tile(np.array([f.is_quantized for f in fmts]), M)[:, None]
+        b0 = _training_bytes(a2, N, s, trainable, False)
+        tot = sum(b0[k] for k in ("weights", "kv_cache", "activations", "gradients", "optimizer", "overhead"))
+        tot = tot + np.where(quantized, a2["largest_block"] * ACT_BYTES, 0.0)
+        usable = np.asarray(cards["vram_gib"], dtype=float)
+    else:
+        prof = ENGINE_PROFILES[s.engine]
+        b0 = _inference_bytes(a2, N, s, prof)
+        tot = sum(b0[k] for k in ("weights", "kv_cache", "activations", "gradients", "optimizer", "overhead"))
+        if (s.parallel or prof.parallel) == "tensor":
+            h = np.repeat(heads, F)[:, None]
+            tot = np.where(np.mod(h, N) == 0, tot, np.inf)
+        usable = np.asarray(usable_gib(cards["vram_gib"], s.engine, s.mode), dtype=float)
+    tot = np.asarray(tot, dtype=float).reshape(M, F, len(counts))
+    fits = tot[:, :, None, :] <= usable[None, None, :, None] * GIB      # M, F, C, n
+    any_fit = fits.any(axis=3)
+    first = np.argmax(fits, axis=3)
+    min_g = np.where(any_fit, np.asarray(counts)[first], 0)
+    valid = data["valid"][s.mode]
+    min_g = np.where(valid[:, :, None], min_g, -1)
+    one = np.where(valid, tot[:, :, 0] / GIB, np.nan)
+    return FitMatrix(models=model_ids, formats=fmt_ids, cards=tuple(cards["id"]), counts=tuple(counts),
+                     min_gpus=min_g, one_gpu_gib=one, setup=s)

@@ -1,0 +1,456 @@
+"""Speed and the cost of the job: decode and prefill tokens/s, training time, cost per 1M tokens.
+
+Decode (one step generates one token for each of ``batch`` sequences)::
+
+    bytes_step  = weights read (all but the embedding table; MoE: shared weights + the experts the batch
+                  touches) + KV cache read (batch × context)                                   [bytes]
+    flops_step  = batch × (2 × active parameters + 4 × layers × context × heads × head_dim)    [FLOP]
+    t_gpu       = max(bytes_step / (bandwidth × η_bw), flops_step / (peak × η_c))
+                  + layers × c_gpu + communication
+    t_step      = max(t_gpu, layers × c_host)
+    tokens/s    = batch / t_step
+
+η_bw, c_gpu, c_host (per engine) and η_c are calibrated on some rows of data/benchmarks.csv and kept in
+data/engine_efficiency.csv with the rows they were fitted on; the other rows judge them
+(:mod:`gpucost.validation`). Since η ≤ 1 and the added times are ≥ 0, tokens/s never exceeds the
+bandwidth roofline (batch × bandwidth / bytes_step) nor the compute roofline (peak / FLOP per token).
+
+Prefill processes the prompt at 2 × active parameters FLOP per token (+ attention) over the achievable
+dense throughput. Training: 6 × parameters FLOP per token for full training (Kaplan et al. 2020,
+arXiv 2001.08361: 2N forward + 4N backward), 4 × parameters for LoRA/QLoRA (the frozen weights need no
+weight gradient), over GPUs × dense peak × MFU; data-parallel gradient traffic over PCIe or NVLink.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, replace
+
+import numpy as np
+import pandas as pd
+
+from gpucost.catalog import Catalog
+from gpucost.errors import GpucostError, UnknownNameError
+from gpucost.memory import ENGINE_PROFILES, KV_DTYPE_BYTES, _arrays, kv_cache_bytes
+from gpucost.models import ModelSpec, lora_trainable_params
+from gpucost.quant import QuantFormat, active_weight_fraction, weight_bytes
+
+#: PCIe x16 bandwidth per direction [GB/s]: 8, 16, 32 GT/s per lane × 16 lanes × 128/130 encoding / 8
+#: (PCI-SIG PCIe 3.0/4.0/5.0 base specifications)
+PCIE_GBPS = {3: 15.75, 4: 31.5, 5: 63.0, 6: 121.0}
+#: the catalog's nvlink_gbps is the total of both directions (NVIDIA datasheets: A100 600 GB/s,
+#: H100 SXM 900 GB/s); one direction carries half
+NVLINK_DIRECTIONS = 2
+#: ring all-reduce sends 2 (N−1)/N of the message per GPU (Patarasuk & Yuan 2009; NCCL docs)
+RING_FACTOR = 2
+#: Assumptions for the cost of a served token on owned cards (shown on the page; the user changes them)
+DEFAULT_AMORTIZE_YEARS = 3.0
+DEFAULT_UTILIZATION = 0.5
+HOURS_PER_YEAR = 8760.0
+#: ZeRO-3 moves 1.5× the data of plain data parallelism (ZeRO paper arXiv 1910.02054, section 7.2:
+#: 3Ψ instead of 2Ψ per step)
+ZERO3_COMM_FACTOR = 1.5
+#: the backward pass is 2/3 of a training step's FLOP (4N of 6N); data-parallel gradient all-reduce
+#: overlaps with it (PyTorch DDP bucketing, Li et al. 2020, arXiv 2006.15704)
+BACKWARD_SHARE = 2 / 3
+
+
+@dataclass(frozen=True)
+class EngineEfficiency:
+    """Calibrated factors of one engine (a row of data/engine_efficiency.csv)."""
+
+    engine: str
+    bw_efficiency: float
+    layer_overhead_ms: float
+    host_layer_ms: float
+    compute_efficiency: float
+    allreduce_latency_ms: float
+    mfu: float
+    calibration_rows: tuple[str, ...]
+    source: str
+    as_of: str
+    notes: str
+    borrowed_from: str = ""
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["calibration_rows"] = list(self.calibration_rows)
+        return d
+
+
+def _f(v, default=float("nan")) -> float:
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return default
+    return default if math.isnan(f) else f
+
+
+def efficiency_table(catalog: Catalog | None = None) -> dict[str, EngineEfficiency]:
+    """data/engine_efficiency.csv by engine; an engine with empty cells takes them from the row named in
+    its ``fallback`` column (said in ``borrowed_from``)."""
+    catalog = catalog or Catalog()
+    df = catalog.table("engine_efficiency")
+    rows = {r["engine"]: r for r in df.to_dict(orient="records")}
+    cols = ("bw_efficiency", "layer_overhead_ms", "host_layer_ms", "compute_efficiency", "allreduce_latency_ms", "mfu")
+
+    def resolve(name: str, col: str, seen: tuple = ()) -> tuple[float, str]:
+        """(value, engine it came from), following the ``fallback`` chain for empty cells."""
+        r = rows[name]
+        v = _f(r.get(col))
+        fb = str(r.get("fallback") or "")
+        if math.isnan(v) and fb in rows and fb not in seen:
+            return resolve(fb, col, seen + (name,))
+        return v, name
+
+    out = {}
+    for name, r in rows.items():
+        vals, borrowed = {}, []
+        for col in cols:
+            vals[col], src = resolve(name, col)
+            if src != name and not math.isnan(vals[col]):
+                borrowed.append(f"{col} from {src}")
+        out[name] = EngineEfficiency(
+            engine=name, **vals,
+            calibration_rows=tuple(x.strip() for x in str(r.get("calibration_rows") or "").split(";") if x.strip()),
+            source=str(r.get("source") or ""), as_of=str(r.get("as_of") or ""), notes=str(r.get("notes") or ""),
+            borrowed_from=", ".join(borrowed))
+    return out
+
+
+def engine_efficiency(engine: str, catalog: Catalog | None = None) -> EngineEfficiency:
+    table = efficiency_table(catalog)
+    if engine not in table:
+        raise UnknownNameError("engine", engine, [k for k in table if k in ENGINE_PROFILES])
+    return table[engine]
+
+
+# --------------------------------------------------------------------------------------------------
+# GPU figures
+# --------------------------------------------------------------------------------------------------
+
+def peak_tflops(gpu: Mapping, fmt: QuantFormat) -> float | None:
+    """Dense tensor throughput [TFLOPS] a format computes at on this card: FP8 formats at FP8 on compute
+    capability ≥ 8.9, weight-only formats dequantize to 16-bit (fp16/bf16 columns), fp32 at fp32."""
+    dt = fmt.compute_dtype
+    cc = _f(gpu.get("compute_capability"))
+    order = {"fp8": ["fp8_tflops", "fp16_tflops", "bf16_tflops"], "bf16": ["bf16_tflops", "fp16_tflops"],
+             "fp16": ["fp16_tflops", "bf16_tflops"], "fp32": ["fp32_tflops"]}[dt]
+    if dt == "fp8" and not (cc >= 8.9 or gpu.get("vendor") != "NVIDIA"):
+        order = order[1:]
+    for col in order:
+        v = _f(gpu.get(col))
+        if not math.isnan(v):
+            return v
+    return None
+
+
+def link_gbps(gpu: Mapping, link: str = "auto") -> tuple[str, float]:
+    """(link name, one-direction bandwidth [GB/s]) between two cards: NVLink-class when the card has one
+    (``auto``) or when asked, else PCIe of the card's generation."""
+    nv = _f(gpu.get("nvlink_gbps"))
+    pcie_gen = int(_f(gpu.get("pcie_gen"), 4))
+    if link not in ("auto", "nvlink", "pcie"):
+        raise UnknownNameError("link", link, ("auto", "nvlink", "pcie"))
+    if link in ("auto", "nvlink") and not math.isnan(nv):
+        return "nvlink", nv / NVLINK_DIRECTIONS
+    if link == "nvlink":
+        raise GpucostError(f"{gpu.get('id')} has no NVLink-class link in the catalog")
+    return f"pcie{pcie_gen}", PCIE_GBPS.get(pcie_gen, PCIE_GBPS[4])
+
+
+# --------------------------------------------------------------------------------------------------
+# Records
+# --------------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class SpeedEstimate:
+    """Inference speed of one model, format and card set."""
+
+    model: str
+    quant: str
+    gpu: str
+    gpus: int
+    engine: str
+    batch: int
+    context: int
+    parallel: str
+    link: str
+    decode_tokens_per_s: float            # [tokens/s] all sequences of the batch together
+    decode_tokens_per_s_per_seq: float    # [tokens/s] one sequence
+    prefill_tokens_per_s: float | None    # [tokens/s] a prompt of ``context`` tokens
+    bound: str                            # memory-bandwidth | compute | host-overhead
+    step_ms: float
+    bytes_per_step: float                 # [bytes] per GPU
+    flops_per_token: float
+    bandwidth_roofline_tokens_per_s: float
+    compute_roofline_tokens_per_s: float | None
+    efficiency: dict
+    notes: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["notes"] = list(self.notes)
+        return {k: (None if isinstance(v, float) and (math.isnan(v) or math.isinf(v)) else v) for k, v in d.items()}
+
+
+# --------------------------------------------------------------------------------------------------
+# Decode and prefill
+# --------------------------------------------------------------------------------------------------
+
+def _flops_per_token(spec: ModelSpec, context: float) -> float:
+    """2 × active parameters (without the embedding table, a lookup) + attention 4 × layers × attended
+    tokens × heads × head_dim (QKᵀ and AV, 2 FLOP per multiply-add)."""
+    if not spec.is_llm:
+        return 2 * spec.params_active
+    embed = spec.vocab_size * spec.hidden_size if not spec.tie_embeddings else 0
+    n_swa = spec.sliding_window_layers if spec.sliding_window else 0
+    attended = (spec.num_layers - n_swa) * context + n_swa * min(context, spec.sliding_window or context)
+    qk = spec.num_attention_heads * (spec.qk_nope_head_dim + spec.qk_rope_head_dim if spec.is_mla else spec.head_dim)
+    return 2 * (spec.params_active - embed) + 4 * attended * qk
+
+
+def _decode_bytes(spec: ModelSpec, fmt: QuantFormat, batch: float, context: float, engine: str,
+                  kv_dtype: str) -> tuple[float, float]:
+    """(weight bytes read, KV bytes read) per decode step, whole model (before any split)."""
+    wb = weight_bytes(spec, fmt)
+    experts = wb.expert_blocks * float(active_weight_fraction(spec, batch)) if spec.is_moe else 0.0
+    weights = (wb.blocks - wb.expert_blocks) + experts + wb.output + wb.vectors
+    if spec.tie_embeddings:
+        weights += wb.embed  # the output head is the embedding matrix, read whole every step
+    a = _arrays([(spec, fmt)])
+    kv = float(kv_cache_bytes(a, context, batch, KV_DTYPE_BYTES[kv_dtype], ENGINE_PROFILES[engine])[0])
+    return weights, kv
+
+
+def decode_step(bytes_gpu, flops_gpu, layers, bw_gbps, peak_tflops_, eff: EngineEfficiency, comm_s=0.0):
+    """(step time [s], which term bounds it) for arrays broadcast together (see module docstring)."""
+    t_bw = np.asarray(bytes_gpu, dtype=float) / (np.asarray(bw_gbps, dtype=float) * 1e9 * eff.bw_efficiency)
+    if peak_tflops_ is None:
+        t_c = np.zeros_like(t_bw)
+    else:
+        t_c = np.asarray(flops_gpu, dtype=float) / (np.asarray(peak_tflops_, dtype=float) * 1e12 * eff.compute_efficiency)
+    t_gpu = np.maximum(t_bw, t_c) + np.asarray(layers, dtype=float) * eff.layer_overhead_ms / 1e3 + comm_s
+    t_host = np.asarray(layers, dtype=float) * eff.host_layer_ms / 1e3
+    t = np.maximum(t_gpu, t_host)
+    bound = np.where(t_host >= t_gpu, "host-overhead", np.where(t_c > t_bw, "compute", "memory-bandwidth"))
+    return t, bound
+
+
+def speed(spec: ModelSpec, fmt: QuantFormat, gpu: Mapping, *, gpus: int = 1, batch: int = 1, context: int = 1024,
+          engine: str = "vllm", kv_dtype: str = "fp16", parallel: str | None = None, link: str = "auto",
+          catalog: Catalog | None = None, eff: EngineEfficiency | None = None) -> SpeedEstimate:
+    """Decode and prefill speed of ``spec`` in ``fmt`` on ``gpus`` cards ``gpu`` (a gpus.csv row)."""
+    if engine not in ENGINE_PROFILES:
+        raise UnknownNameError("engine", engine, ENGINE_PROFILES)
+    for name, v in (("GPU count", gpus), ("batch", batch), ("context", context)):
+        if not isinstance(v, (int, np.integer)) or v < 1:
+            raise GpucostError(f"{name} must be a whole number >= 1, not {v}")
+    if not spec.is_llm:
+        raise GpucostError(f"{spec.id} is a diffusion model: tokens/s does not apply")
+    eff = eff or engine_efficiency(engine, catalog)
+    prof = ENGINE_PROFILES[engine]
+    parallel = parallel or prof.parallel
+    if parallel not in ("tensor", "layer"):
+        raise UnknownNameError("parallel mode", parallel, ("tensor", "layer"))
+    if parallel == "tensor" and gpus > 1 and spec.num_attention_heads % gpus:
+        raise GpucostError(f"tensor parallel over {gpus} GPUs needs the {spec.num_attention_heads} attention "
+                           "heads to divide evenly")
+    bw = _f(gpu.get("mem_bandwidth_gbps"))
+    peak = peak_tflops(gpu, fmt)
+    notes = []
+    if peak is None:
+        notes.append(f"{gpu.get('id')} has no dense {fmt.compute_dtype} figure: compute limits ignored, no prefill")
+    if eff.borrowed_from:
+        notes.append(f"{engine}: {eff.borrowed_from} (no calibration rows of its own)")
+    w_bytes, kv_bytes = _decode_bytes(spec, fmt, batch, context, engine, kv_dtype)
+    flops_tok = _flops_per_token(spec, context)
+    L = spec.num_layers
+    link_name, link_bw = link_gbps(gpu, link) if gpus > 1 else ("none", float("inf"))
+    msg = batch * spec.hidden_size * 2.0  # one 16-bit hidden vector per sequence
+    lat = eff.allreduce_latency_ms / 1e3
+    if parallel == "tensor":
+        shard = 1.0 / gpus
+        kv_shard = 1.0 if spec.is_mla else max(spec.num_kv_heads / gpus, 1.0) / spec.num_kv_heads
+        bytes_gpu = w_bytes * shard + kv_bytes * kv_shard
+        flops_gpu = batch * flops_tok * shard
+        comm = 0.0 if gpus == 1 else 2 * L * (lat + RING_FACTOR * (gpus - 1) / gpus * msg / (link_bw * 1e9))
+        t, bound = decode_step(bytes_gpu, flops_gpu, L, bw, peak, eff, comm)
+    else:  # layer split: the stages run one after another for a single step
+        bytes_gpu = (w_bytes + kv_bytes) / gpus
+        flops_gpu = batch * flops_tok / gpus
+        hop = 0.0 if gpus == 1 else (gpus - 1) * (lat + msg / (link_bw * 1e9))
+        t_stage, bound = decode_step(bytes_gpu, flops_gpu, L / gpus, bw, peak, eff, 0.0)
+        t = t_stage * gpus + hop
+    t = float(t)
+    tps = batch / t
+    bw_roof = batch * bw * 1e9 / ((w_bytes + kv_bytes) / (gpus if parallel == "tensor" else 1))
+    c_roof = None if peak is None else peak * 1e12 * (gpus if parallel == "tensor" else 1) / flops_tok
+    # prefill: a prompt of ``context`` tokens, attention over half of it on average
+    prefill = None
+    if peak is not None:
+        f_pre = _flops_per_token(spec, context / 2) * context
+        n_par = gpus if parallel == "tensor" else 1
+        t_pre = f_pre / (peak * 1e12 * eff.compute_efficiency * n_par) + (w_bytes / n_par) / (bw * 1e9 * eff.bw_efficiency) \
+            + L * eff.layer_overhead_ms / 1e3
+        prefill = context / t_pre
+    return SpeedEstimate(
+        model=spec.id, quant=fmt.id, gpu=str(gpu.get("id")), gpus=gpus, engine=engine, batch=batch, context=context,
+        parallel=parallel, link=link_name, decode_tokens_per_s=tps, decode_tokens_per_s_per_seq=tps / batch,
+        prefill_tokens_per_s=prefill, bound=str(bound), step_ms=t * 1e3,
+        bytes_per_step=float((w_bytes + kv_bytes) / (gpus if parallel == "tensor" else 1)), flops_per_token=flops_tok,
+        bandwidth_roofline_tokens_per_s=bw_roof, compute_roofline_tokens_per_s=c_roof,
+        efficiency={"engine": eff.engine, "bw_efficiency": eff.bw_efficiency,
+                    "layer_overhead_ms": eff.layer_overhead_ms, "host_layer_ms": eff.host_layer_ms,
+                    "compute_efficiency": eff.compute_efficiency, "source": eff.source,
+                    "calibration_rows": list(eff.calibration_rows)},
+        notes=tuple(notes))
+
+
+def prefill_speed(spec: ModelSpec, fmt: QuantFormat, gpu: Mapping, *, prompt: int, gpus: int = 1,
+                  engine: str = "llama.cpp", parallel: str | None = None, catalog: Catalog | None = None,
+                  eff: EngineEfficiency | None = None) -> float | None:
+    """Prompt processing [tokens/s] for a prompt of ``prompt`` tokens."""
+    return speed(spec, fmt, gpu, gpus=gpus, batch=1, context=prompt, engine=engine, parallel=parallel,
+                 catalog=catalog, eff=eff).prefill_tokens_per_s
+
+
+def decode_speed_cards(spec: ModelSpec, fmt: QuantFormat, cards: pd.DataFrame, counts, *, batch: int = 1,
+                       context: int = 1024, engine: str = "vllm", catalog: Catalog | None = None) -> np.ndarray:
+    """Decode tokens/s (whole batch) on every card of ``cards`` with ``counts[i]`` cards each (tensor
+    parallel for vLLM/TensorRT-LLM, layer split otherwise); NaN where the count is missing. Vectorized."""
+    eff = engine_efficiency(engine, catalog)
+    prof = ENGINE_PROFILES[engine]
+    n = np.asarray(counts, dtype=float)
+    ok = np.isfinite(n) & (n >= 1)
+    n = np.where(ok, n, 1.0)
+    w_bytes, kv_bytes = _decode_bytes(spec, fmt, batch, context, engine, "fp16")
+    flops = batch * _flops_per_token(spec, context)
+    bw = cards["mem_bandwidth_gbps"].to_numpy(float)
+    peak = np.array([peak_tflops(r, fmt) or np.nan for r in cards.to_dict(orient="records")])
+    peak = np.where(np.isnan(peak), np.inf, peak)
+    L = spec.num_layers
+    lat = eff.allreduce_latency_ms / 1e3
+    links = np.array([link_gbps(r)[1] for r in cards.to_dict(orient="records")])
+    msg = batch * spec.hidden_size * 2.0
+    if prof.parallel == "tensor":
+        kv_shard = 1.0 if spec.is_mla else np.maximum(spec.num_kv_heads / n, 1.0) / spec.num_kv_heads
+        comm = np.where(n > 1, 2 * L * (lat + RING_FACTOR * (n - 1) / n * msg / (links * 1e9)), 0.0)
+        t, _ = decode_step(w_bytes / n + kv_bytes * kv_shard, flops / n, L, bw, peak, eff, comm)
+    else:
+        t_stage, _ = decode_step((w_bytes + kv_bytes) / n, flops / n, L / n, bw, peak, eff, 0.0)
+        t = t_stage * n + np.where(n > 1, (n - 1) * (lat + msg / (links * 1e9)), 0.0)
+    return np.where(ok, batch / t, np.nan)
+
+
+# --------------------------------------------------------------------------------------------------
+# Training
+# --------------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class TrainingEstimate:
+    model: str
+    mode: str
+    gpu: str
+    gpus: int
+    tokens: float
+    tokens_per_s: float
+    hours: float
+    mfu: float
+    flops_per_token: float
+    scaling_efficiency: float   # compute time / step time (1 = communication fully hidden)
+    link: str
+    cost: float | None
+    currency: str
+    cost_basis: str
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def training_flops_per_token(spec: ModelSpec, mode: str, seq: int) -> float:
+    """6N (full) or 4N (LoRA/QLoRA: no weight gradients for the frozen base) + the attention term of the
+    PaLM paper's MFU definition (arXiv 2204.02311, appendix B: 6N + 12·L·H·Q·T, T = sequence length),
+    scaled alike (full 12, LoRA 8)."""
+    if not spec.is_llm:
+        raise GpucostError(f"{spec.id}: training estimates cover language models only")
+    n = spec.params_active - (spec.vocab_size * spec.hidden_size if not spec.tie_embeddings else 0)
+    mult = 6 if mode == "full" else 4
+    qk = spec.num_attention_heads * spec.head_dim
+    return mult * n + 2 * mult * spec.num_layers * qk * seq
+
+
+def training_time(spec: ModelSpec, gpu: Mapping, *, mode: str = "full", tokens: float = 1e9, gpus: int = 1,
+                  seq: int = 2048, micro_batch: int = 1, zero: int = 0, mfu: float | None = None,
+                  link: str = "auto", precision_col: str = "bf16_tflops", hourly_price: float | None = None,
+                  lora_rank: int = 16, currency: str = "USD", catalog: Catalog | None = None) -> TrainingEstimate:
+    """Time [hours] and cost to train on ``tokens`` tokens: FLOP = tokens × FLOP/token over
+    GPUs × dense peak × MFU, plus the data-parallel gradient traffic that the backward pass cannot hide."""
+    if tokens <= 0 or gpus < 1:
+        raise GpucostError("tokens and GPU count must be positive")
+    if mode not in ("full", "lora", "qlora"):
+        raise UnknownNameError("training mode", mode, ("full", "lora", "qlora"))
+    eff = engine_efficiency("training", catalog)
+    mfu = eff.mfu if mfu is None else mfu
+    if not (0 < mfu <= 1):
+        raise GpucostError(f"MFU must be in (0, 1], not {mfu}")
+    peak = _f(gpu.get(precision_col))
+    if math.isnan(peak):
+        peak = _f(gpu.get("fp16_tflops"))
+    if math.isnan(peak):
+        raise GpucostError(f"{gpu.get('id')} has no dense BF16/FP16 figure in the catalog")
+    fpt = training_flops_per_token(spec, mode, seq)
+    step_tokens = gpus * micro_batch * seq
+    t_compute = step_tokens * fpt / (gpus * peak * 1e12 * mfu)
+    link_name, bw = link_gbps(gpu, link) if gpus > 1 else ("none", float("inf"))
+    trainable = spec.params_total if mode == "full" else lora_trainable_params(spec, lora_rank)
+    grad_bytes = trainable * 2  # 16-bit gradients all-reduced each step
+    comm = 0.0
+    if gpus > 1:
+        comm = RING_FACTOR * (gpus - 1) / gpus * grad_bytes / (bw * 1e9)
+        if zero >= 3:
+            comm *= ZERO3_COMM_FACTOR
+    exposed = max(0.0, comm - BACKWARD_SHARE * t_compute)
+    t_step = t_compute + exposed
+    tps = step_tokens / t_step
+    hours = tokens / tps / 3600
+    cost = None if hourly_price is None else hours * gpus * hourly_price
+    return TrainingEstimate(model=spec.id, mode=mode, gpu=str(gpu.get("id")), gpus=gpus, tokens=tokens,
+                            tokens_per_s=tps, hours=hours, mfu=mfu, flops_per_token=fpt,
+                            scaling_efficiency=t_compute / t_step, link=link_name, cost=cost, currency=currency,
+                            cost_basis="cloud per GPU-hour" if hourly_price is not None else "")
+
+
+# --------------------------------------------------------------------------------------------------
+# Cost of a served token
+# --------------------------------------------------------------------------------------------------
+
+def cost_per_million_tokens(tokens_per_s, n_cards, *, basis: str, price, amortize_years: float = DEFAULT_AMORTIZE_YEARS,
+                            utilization: float = DEFAULT_UTILIZATION, power_w=None, power_price_per_kwh: float = 0.0):
+    """Cost of 1M generated tokens [currency of ``price``] (arrays broadcast).
+
+    basis "cloud": price = per GPU-hour → n × price / (tokens/s × 3600) × 1e6.
+    basis "new"/"used": price = per card, spread over ``amortize_years`` of which the cards serve a
+    ``utilization`` share of the hours, plus power at ``power_price_per_kwh`` (0: not counted).
+    """
+    tps = np.asarray(tokens_per_s, dtype=float)
+    n = np.asarray(n_cards, dtype=float)
+    price = np.asarray(price, dtype=float)
+    if basis == "cloud":
+        hourly = n * price
+    elif basis in ("new", "used"):
+        if not (amortize_years > 0 and 0 < utilization <= 1):
+            raise GpucostError("amortization years must be > 0 and utilization in (0, 1]")
+        hourly = n * price / (amortize_years * HOURS_PER_YEAR * utilization)
+        if power_w is not None and power_price_per_kwh:
+            hourly = hourly + n * np.asarray(power_w, dtype=float) / 1000 * power_price_per_kwh
+    else:
+        raise UnknownNameError("price basis", basis, ("new", "used", "cloud"))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return hourly / (tps * 3600) * 1e6
+
+
+def with_efficiency(eff: EngineEfficiency, **kw) -> EngineEfficiency:
+    """A copy of ``eff`` with some factors replaced (for calibration)."""
+    return replace(eff, **kw)

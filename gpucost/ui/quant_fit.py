@@ -1,0 +1,455 @@
+"""Page 02 — quantization fit: will model X run (or fine-tune) on card Y, at which precision, on how many
+cards, how fast, and what does each token cost?"""
+
+from __future__ import annotations
+
+import html
+import math
+import re
+from functools import lru_cache
+
+import ipywidgets as w
+import numpy as np
+import plotly.graph_objects as go
+
+from gpucost.cards import card_table
+from gpucost.errors import GpucostError
+from gpucost.memory import (
+    ENGINE_PROFILES,
+    MODES,
+    Setup,
+    card_fits,
+    catalog_key,
+    estimate,
+    fit_matrix,
+    max_batch,
+    max_context,
+)
+from gpucost.models import catalog_spec
+from gpucost.quant import formats, get_format
+from gpucost.speed import (
+    DEFAULT_AMORTIZE_YEARS,
+    DEFAULT_UTILIZATION,
+    HOURS_PER_YEAR,
+    cost_per_million_tokens,
+    decode_speed_cards,
+    efficiency_table,
+    training_time,
+)
+from gpucost.ui.shell import Page
+
+COMPONENTS = ("weights", "kv_cache", "activations", "gradients", "optimizer", "overhead")
+COLORS = {"weights": "#3b6ea8", "kv_cache": "#e49b0f", "activations": "#6aa84f", "gradients": "#a64d79",
+          "optimizer": "#cc4125", "overhead": "#999999"}
+BAR_COUNTS = (1, 2, 4, 8)
+TRAIN_ENGINES = ("transformers", "torchtune")
+#: cell colours of the fit matrix by the number of cards needed
+CELL_COLORS = ((1, "#b7e1b0"), (2, "#e8f2a1"), (4, "#fde3a7"), (8, "#f9c59a"), (10**9, "#f4a6a6"))
+
+
+def parse_tokens(text: str) -> int:
+    """'4096', '32k', '128K', '1m' → tokens; raise ValueError otherwise."""
+    m = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]+)?)\s*([kKmM]?)\s*", str(text).replace(",", "").replace("_", ""))
+    if not m:
+        raise ValueError(text)
+    val = float(m.group(1)) * {"": 1, "k": 1024, "m": 1024 * 1024}[m.group(2).lower()]
+    if val != int(val):
+        raise ValueError(text)
+    return int(val)
+
+
+@lru_cache(maxsize=4)
+def _error_summary(key: int):
+    """The validation error table (computed once per catalog; ~1 s)."""
+    from gpucost.validation import summary, validate
+
+    return summary(validate())
+
+
+class QuantFitPage(Page):
+    page_id = "fit"
+
+    def __init__(self, model: str = "llama-3.1-8b", quant: str = "q4_k_m", mode: str = "inference",
+                 engine: str = "", context: int | str = 4096, batch: int = 1, gpus: int = 1, zero: int = 0,
+                 offload: str = "none", lora_rank: int = 16, gpu: str = "rtx-4090", train_tokens_m: float = 100.0,
+                 lang: str = "en", currency: str | None = None, catalog=None):
+        self._init = dict(model=model, quant=quant, mode=mode, engine=engine, context=context, batch=batch, gpus=gpus,
+                          zero=zero, offload=offload, lora_rank=lora_rank, gpu=gpu, train_tokens_m=train_tokens_m)
+        self.est = None
+        self.fits = []
+        self.matrix = None
+        self.speed_rows: list[dict] = []
+        self._tables: dict = {}
+        super().__init__(lang=lang, currency=currency, catalog=catalog)
+
+    # -- build -----------------------------------------------------------------------------------
+    def build(self) -> None:
+        i = self._init
+        cat = self.catalog
+        style = {"description_width": "initial"}
+        models = list(cat.table("models")["id"])
+        self._formats = formats(cat)
+        self.model = w.Dropdown(options=models, value=i["model"] if i["model"] in models else models[0], style=style)
+        self.model.add_class("gc-fit-model")
+        try:
+            q = get_format(i["quant"], cat).id
+        except GpucostError:
+            q = "bf16"
+        self.quant = w.Dropdown(options=list(self._formats), value=q, style=style)
+        self.quant.add_class("gc-fit-quant")
+        self.mode = w.ToggleButtons(options=list(MODES), value=i["mode"] if i["mode"] in MODES else "inference",
+                                    style={"button_width": "72px", "description_width": "initial"})
+        self.mode.add_class("gc-fit-mode")
+        self.engine = w.Dropdown(options=[], style=style)
+        self.engine.add_class("gc-fit-engine")
+        self.context = w.Text(value=str(i["context"]), continuous_update=False, style=style,
+                              layout=w.Layout(width="95%"))
+        self.context.add_class("gc-fit-context")
+        self.context_msg = self.message_box()
+        self.context_msg.add_class("gc-fit-context-msg")
+        self.batch = w.BoundedIntText(value=max(1, int(i["batch"])), min=1, max=4096, style=style)
+        self.batch.add_class("gc-fit-batch")
+        self.gpus = w.BoundedIntText(value=max(1, int(i["gpus"])), min=1, max=512, style=style)
+        self.gpus.add_class("gc-fit-gpus")
+        self.zero = w.Dropdown(options=[0, 1, 2, 3], value=i["zero"] if i["zero"] in (0, 1, 2, 3) else 0, style=style)
+        self.zero.add_class("gc-fit-zero")
+        self.offload = w.Dropdown(options=["none", "cpu", "nvme"],
+                                  value=i["offload"] if i["offload"] in ("none", "cpu", "nvme") else "none", style=style)
+        self.offload.add_class("gc-fit-offload")
+        self.rank = w.BoundedIntText(value=max(1, int(i["lora_rank"])), min=1, max=1024, style=style)
+        self.rank.add_class("gc-fit-rank")
+        self.train_tokens = w.BoundedFloatText(value=float(i["train_tokens_m"]), min=0.001, max=1e7, style=style)
+        self.train_tokens.add_class("gc-fit-train-tokens")
+        gpus = cat.gpus
+        self._gpu_options = list(zip(gpus["name"], gpus["id"], strict=True))
+        try:
+            gid = cat.gpu_id(i["gpu"])
+        except GpucostError:
+            gid = "rtx-4090" if "rtx-4090" in set(gpus["id"]) else gpus["id"].iloc[0]
+        self.card = w.Dropdown(options=self._gpu_options, value=gid, style=style)
+        self.card.add_class("gc-fit-card")
+        self._set_engine_options(i["engine"])
+        for wid, key in ((self.model, "fit_model"), (self.quant, "fit_quant"), (self.mode, "fit_mode"),
+                         (self.engine, "fit_engine"), (self.context, "fit_context"), (self.batch, "fit_batch"),
+                         (self.gpus, "fit_gpus"), (self.zero, "fit_zero"), (self.offload, "fit_offload"),
+                         (self.rank, "fit_rank"), (self.train_tokens, "fit_train_tokens"), (self.card, "fit_card")):
+            self.label(wid, key)
+        self.inputs.children = [
+            self.model, self.quant, self.mode, self.engine, self.context, self.context_msg,
+            self.help_line("fit_context_help"), self.batch, self.gpus, self.card, self.zero, self.offload,
+            self.rank, self.train_tokens, self.help_line("fit_training_help"), *self.shell_inputs()]
+
+        self.summary = w.HTML()
+        self.summary.add_class("gc-fit-summary")
+        self.fig = go.FigureWidget(go.Figure(layout=dict(
+            height=380, barmode="stack", margin=dict(l=60, r=20, t=40, b=40), template="plotly_white",
+            legend=dict(orientation="h", y=-0.15))))
+        self.matrix_html = w.HTML()
+        self.matrix_html.add_class("gc-table")
+        self.matrix_html.add_class("gc-fit-matrix")
+        self.speed_html = w.HTML()
+        self.speed_html.add_class("gc-table")
+        self.speed_html.add_class("gc-fit-speed")
+        self.quality_html = w.HTML()
+        self.quality_html.add_class("gc-table")
+        self.quality_html.add_class("gc-fit-quality")
+        self.errors_html = w.HTML()
+        self.errors_html.add_class("gc-table")
+        self.errors_html.add_class("gc-fit-errors")
+        self.results.children = [self.summary, self.fig, self.matrix_html, self.speed_html, self.quality_html,
+                                 self.errors_html]
+        self.mode.observe(self._mode_changed, names="value")
+        for wid in (self.model, self.quant, self.engine, self.context, self.batch, self.gpus, self.zero,
+                    self.offload, self.rank, self.train_tokens, self.card):
+            wid.observe(lambda _: self.safe_refresh(), names="value")
+
+    def _set_engine_options(self, preferred: str = "") -> None:
+        training = self.mode.value != "inference"
+        opts = list(TRAIN_ENGINES) if training else list(ENGINE_PROFILES)
+        if preferred not in opts:
+            fmt = self._formats.get(self.quant.value)
+            preferred = "transformers" if training else ("llama.cpp" if fmt is not None and fmt.is_gguf else "vllm")
+        self._engine_lock = True
+        self.engine.options = opts
+        self.engine.value = preferred
+        self._engine_lock = False
+
+    def _mode_changed(self, _change=None) -> None:
+        """Switch to a format the mode can use (full/LoRA: bf16; QLoRA: NF4 with double quantization)."""
+        if getattr(self, "_engine_lock", False):
+            return
+        fmt = self._formats[self.quant.value]
+        mode = self.mode.value
+        want = None
+        if mode in ("full", "lora") and not fmt.is_float:
+            want = "bf16"
+        elif mode == "qlora" and (fmt.is_float or fmt.is_gguf or fmt.id.startswith("fp8")):
+            want = "bnb-nf4-dq"
+        self._engine_lock = True
+        if want in self._formats:
+            self.quant.value = want
+        self._set_engine_options(self.engine.value)
+        self._engine_lock = False
+        self.safe_refresh()
+
+    def relabel(self) -> None:
+        mode = self.mode.value
+        self._engine_lock = True  # new option labels are not a new input: no recomputation here
+        self.mode.options = [(self.t(f"fit_mode_{m}"), m) for m in MODES]
+        self.mode.value = mode
+        self._engine_lock = False
+
+    # -- compute -----------------------------------------------------------------------------------
+    def _context_value(self) -> int:
+        raw = self.context.value
+        try:
+            val = parse_tokens(raw)
+        except ValueError:
+            val = 0
+        if val < 1:
+            self.show_error(self.context_msg, self.t("fit_context_bad", value=raw))
+            raise GpucostError(self.t("fit_context_bad", value=raw))
+        self.show_error(self.context_msg, None)
+        return val
+
+    def _table(self):
+        key = (self.state.currency, id(self.catalog.prices))
+        if key not in self._tables:
+            self._tables = {key: card_table(self.catalog, self.state.currency)}
+        return self._tables[key]
+
+    def _matrix_key(self):
+        if getattr(self, "_mkey", None) is None or self._mkey[0] is not self.catalog:
+            self._mkey = (self.catalog, catalog_key(self.catalog))
+        return self._mkey[1]
+
+    def setup(self) -> Setup:
+        training = self.mode.value != "inference"
+        return Setup(mode=self.mode.value, context=self._context_value(), batch=int(self.batch.value),
+                     gpus=int(self.gpus.value), engine=self.engine.value,
+                     zero=int(self.zero.value) if training else 0,
+                     offload=self.offload.value if training else "none", lora_rank=int(self.rank.value))
+
+    def refresh(self) -> None:
+        if getattr(self, "_engine_lock", False):
+            return
+        cat = self.catalog
+        spec = catalog_spec(self.model.value, cat)
+        fmt = self._formats[self.quant.value]
+        s = self.setup()
+        self.est = estimate(spec, fmt, s)
+        s = self.est.setup
+        self.fits = card_fits(spec, fmt, s, cat.gpus)
+        self.matrix = fit_matrix(cat, s, key=self._matrix_key())
+        card = next(f for f in self.fits if f.gpu == self.card.value)
+        vram = card.vram_gib
+        self.max_ctx = max_context(spec, fmt, s, vram) if spec.is_llm else None
+        self.max_b = max_batch(spec, fmt, s, vram, upper=1024)
+        self._speed(spec, fmt, s)
+        self._draw(spec, fmt, s, card)
+
+    def _speed(self, spec, fmt, s: Setup) -> None:
+        table = self._table()
+        counts = np.array([f.min_gpus if f.min_gpus else np.nan for f in self.fits], dtype=float)
+        rows = []
+        if not spec.is_llm:
+            self.speed_rows = []
+            return
+        if s.mode == "inference":
+            tps = decode_speed_cards(spec, fmt, table, counts, batch=s.batch, context=s.context, engine=s.engine,
+                                     catalog=self.catalog)
+            for f, n, t, r in zip(self.fits, counts, tps, table.to_dict(orient="records"), strict=True):
+                if not np.isfinite(t):
+                    continue
+                costs = {b: _num(cost_per_million_tokens(t, n, basis=b, price=r.get(col)))
+                         for b, col in (("cloud", "cloud_hourly"), ("new", "price_new"), ("used", "price_used"))}
+                rows.append({"gpu": f.gpu, "name": f.name, "gpus": int(n), "tokens_per_s": float(t), **costs})
+            rows.sort(key=lambda x: (x["cloud"] is None, x["cloud"] or 0.0))
+        else:
+            tokens = float(self.train_tokens.value) * 1e6
+            for f, r in zip(self.fits, table.to_dict(orient="records"), strict=True):
+                if not f.min_gpus:
+                    continue
+                try:
+                    te = training_time(spec, r, mode=s.mode, tokens=tokens, gpus=f.min_gpus, seq=s.context,
+                                       micro_batch=s.batch, zero=s.zero, hourly_price=_num(r.get("cloud_hourly")),
+                                       catalog=self.catalog)
+                except GpucostError:
+                    continue
+                owned = {b: _num(r.get(col)) for b, col in (("new", "price_new"), ("used", "price_used"))}
+                owned = {b: (None if p is None else te.hours * f.min_gpus * p
+                             / (DEFAULT_AMORTIZE_YEARS * HOURS_PER_YEAR * DEFAULT_UTILIZATION))
+                         for b, p in owned.items()}
+                rows.append({"gpu": f.gpu, "name": f.name, "gpus": f.min_gpus, "tokens_per_s": te.tokens_per_s,
+                             "hours": te.hours, "cloud": te.cost, **owned})
+            rows.sort(key=lambda x: (x["cloud"] is None, x["cloud"] or 0.0))
+        self.speed_rows = rows
+
+    # -- draw --------------------------------------------------------------------------------------
+    def _draw(self, spec, fmt, s: Setup, card) -> None:
+        e = self.est
+        t = self.t
+        fits_txt = (t("fit_fits_one", card=card.name) if card.min_gpus == 1 else
+                    t("fit_fits_n", card=card.name, n=card.min_gpus) if card.min_gpus else
+                    t("fit_fits_none", card=card.name))
+        lines = [t("fit_summary", total=f"{e.per_gpu.total:.1f}", gpus=s.gpus, cpu=f"{e.cpu_gib:.1f}",
+                   file=f"{e.weights_file_gib:.2f}"), fits_txt]
+        if self.max_ctx is not None or self.max_b is not None:
+            lines.append(t("fit_max", card=card.name, ctx=self.max_ctx if self.max_ctx is not None else "—",
+                           batch=self.max_b if self.max_b is not None else "—"))
+        if e.trainable_params:
+            lines.append(t("fit_trainable", n=f"{e.trainable_params / 1e6:,.1f}"))
+        if "compute capability" in card.reason:
+            lines.append(html.escape(card.reason))
+        lines += [html.escape(n) for n in e.notes]
+        self.summary.value = "<p>" + "<br>".join(lines) + "</p>"
+        # stacked bar per GPU count against the card's usable memory
+        bars = {}
+        for n in BAR_COUNTS:
+            try:
+                bars[n] = estimate(spec, fmt, s, gpus=n).per_gpu
+            except GpucostError:
+                continue
+        xs = [t("fit_bar_x", n=n) for n in bars]
+        with self.fig.batch_update():
+            self.fig.data = []
+            for comp in COMPONENTS:
+                self.fig.add_bar(x=xs, y=[getattr(b, comp) for b in bars.values()], name=t(f"fit_comp_{comp}"),
+                                 marker_color=COLORS[comp])
+            self.fig.add_scatter(x=xs, y=[card.usable_gib] * len(xs), mode="lines", name=t("fit_usable", card=card.name),
+                                 line=dict(color="#d62728", dash="dash"))
+            self.fig.layout.title = t("fit_chart_title", model=spec.id, quant=fmt.id)
+            self.fig.layout.yaxis.title = t("fit_axis_gib")
+        self._draw_matrix(spec)
+        self._draw_speed(s)
+        self._draw_quality()
+        self._draw_errors()
+
+    def _draw_matrix(self, spec) -> None:
+        df = self.matrix.for_model(spec.id)
+        valid = self.matrix.min_gpus[self.matrix.models.index(spec.id)]  # formats × cards
+        names = dict(self._gpu_options)
+        names = {v: k for k, v in names.items()}
+        head = "".join(f"<th>{html.escape(f)}</th>" for f in df.columns)
+        rows = []
+        for ci, gid in enumerate(df.index):
+            cells = []
+            for fi in range(len(df.columns)):
+                n = int(valid[fi, ci])
+                if n < 0:
+                    cells.append("<td style='background:#eee;color:#999'>·</td>")
+                elif n == 0:
+                    cells.append(f"<td style='background:#f4a6a6' title='{html.escape(self.t('fit_none'))}'>✗</td>")
+                else:
+                    color = next(c for lim, c in CELL_COLORS if n <= lim)
+                    cells.append(f"<td style='background:{color}' data-n='{n}'>{n}</td>")
+            rows.append(f"<tr data-id='{gid}'><td class='gc-l'>{html.escape(names.get(gid, gid))}</td>{''.join(cells)}</tr>")
+        self.matrix_html.value = (f"<h4>{html.escape(self.t('fit_matrix_title', model=spec.id))}</h4>"
+                                  f"<p class='gc-help'>{html.escape(self.t('fit_matrix_help'))}</p>"
+                                  f"<div style='overflow-x:auto'><table><thead><tr><th>{html.escape(self.t('fit_col_card'))}</th>"
+                                  f"{head}</tr></thead><tbody>{''.join(rows)}</tbody></table></div>")
+
+    def _draw_speed(self, s: Setup) -> None:
+        cur = self.state.currency
+        t = self.t
+        if s.mode == "inference":
+            heads = [t("fit_col_card"), t("fit_col_gpus"), t("fit_col_tps", batch=s.batch),
+                     t("fit_col_cost_cloud", cur=cur), t("fit_col_cost_new", cur=cur), t("fit_col_cost_used", cur=cur)]
+            body = "".join(
+                f"<tr data-id='{r['gpu']}'><td class='gc-l'>{html.escape(r['name'])}</td><td>{r['gpus']}</td>"
+                f"<td>{r['tokens_per_s']:,.1f}</td><td>{_fmt(r['cloud'], 3)}</td><td>{_fmt(r['new'], 3)}</td>"
+                f"<td>{_fmt(r['used'], 3)}</td></tr>" for r in self.speed_rows)
+            help_ = t("fit_speed_help", years=f"{DEFAULT_AMORTIZE_YEARS:g}", util=f"{DEFAULT_UTILIZATION * 100:.0f}")
+        else:
+            heads = [t("fit_col_card"), t("fit_col_gpus"), t("fit_col_train_tps"), t("fit_col_hours"),
+                     t("fit_col_run_cost", cur=cur), t("fit_col_run_cost_new", cur=cur),
+                     t("fit_col_run_cost_used", cur=cur)]
+            body = "".join(
+                f"<tr data-id='{r['gpu']}'><td class='gc-l'>{html.escape(r['name'])}</td><td>{r['gpus']}</td>"
+                f"<td>{r['tokens_per_s']:,.0f}</td><td>{r['hours']:,.1f}</td><td>{_fmt(r['cloud'], 2)}</td>"
+                f"<td>{_fmt(r['new'], 2)}</td><td>{_fmt(r['used'], 2)}</td></tr>"
+                for r in self.speed_rows)
+            help_ = t("fit_train_help", tokens=f"{self.train_tokens.value:g}", years=f"{DEFAULT_AMORTIZE_YEARS:g}",
+                      util=f"{DEFAULT_UTILIZATION * 100:.0f}")
+        self.speed_html.value = (f"<h4>{html.escape(t('fit_speed_title'))}</h4><p class='gc-help'>{html.escape(help_)}</p>"
+                                 "<table><thead><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in heads)
+                                 + f"</tr></thead><tbody>{body}</tbody></table>")
+
+    def _draw_quality(self) -> None:
+        rows = []
+        for f in self._formats.values():
+            delta = "—" if f.ppl_delta is None else f"+{f.ppl_delta:g}"
+            note = f.ppl_delta_model or self.t("fit_no_ppl")
+            rows.append(f"<tr><td class='gc-l'>{html.escape(f.name)}</td><td>{f.bits_per_weight:g}</td><td>{delta}</td>"
+                        f"<td class='gc-l gc-help'>{html.escape(note)}</td>"
+                        f"<td class='gc-l gc-help'>{html.escape(f.ppl_delta_source or f.source)}</td></tr>")
+        heads = [self.t(k) for k in ("fit_col_format", "fit_col_bits", "fit_col_ppl", "fit_col_ppl_model", "fit_col_source")]
+        self.quality_html.value = (f"<details><summary>{html.escape(self.t('fit_quality_title'))}</summary><table><thead><tr>"
+                                   + "".join(f"<th>{html.escape(h)}</th>" for h in heads)
+                                   + f"</tr></thead><tbody>{''.join(rows)}</tbody></table></details>")
+
+    def _draw_errors(self) -> None:
+        summ = _error_summary(id(self.catalog.table("benchmarks")))
+        heads = [self.t(k) for k in ("fit_err_category", "fit_err_rows", "fit_err_split", "fit_err_median",
+                                     "fit_err_p90", "fit_err_all", "fit_err_bound")]
+        body = []
+        for r in summ.to_dict(orient="records"):
+            bound = "—" if math.isnan(r["bound_pct"]) else f"≤ {r['bound_pct']:g} %"
+            body.append(f"<tr><td class='gc-l'>{html.escape(r['category'])}</td><td>{r['rows']}</td>"
+                        f"<td>{r['validation_rows']} / {r['calibration_rows']} / {r['skipped']}</td>"
+                        f"<td>{_pct(r['median_abs_error_pct'])}</td><td>{_pct(r['p90_abs_error_pct'])}</td>"
+                        f"<td>{_pct(r['median_abs_error_all_pct'])}</td><td>{bound}</td></tr>")
+        self.error_rows = summ.to_dict(orient="records")
+        fheads = [self.t(k) for k in ("fit_col_engine", "fit_col_bw_eff", "fit_col_layer_ms", "fit_col_host_ms",
+                                      "fit_col_compute_eff", "fit_col_calibrated_on", "fit_col_source")]
+        frows = []
+        for e in efficiency_table(self.catalog).values():
+            if e.engine == "training":
+                continue
+            frows.append(f"<tr><td class='gc-l'>{html.escape(e.engine)}</td><td>{e.bw_efficiency:.3f}</td>"
+                         f"<td>{e.layer_overhead_ms:.3f}</td><td>{e.host_layer_ms:.3f}</td>"
+                         f"<td>{e.compute_efficiency:.3f}</td>"
+                         f"<td class='gc-l'>{html.escape(', '.join(e.calibration_rows) or e.borrowed_from or '—')}</td>"
+                         f"<td class='gc-l gc-help'>{html.escape(e.source)}</td></tr>")
+        self.errors_html.value = (f"<h4>{html.escape(self.t('fit_errors_title'))}</h4>"
+                                  f"<p class='gc-help'>{html.escape(self.t('fit_errors_help'))}</p><table><thead><tr>"
+                                  + "".join(f"<th>{html.escape(h)}</th>" for h in heads)
+                                  + f"</tr></thead><tbody>{''.join(body)}</tbody></table>"
+                                  + f"<details><summary>{html.escape(self.t('fit_factors_title'))}</summary><table><thead><tr>"
+                                  + "".join(f"<th>{html.escape(h)}</th>" for h in fheads)
+                                  + f"</tr></thead><tbody>{''.join(frows)}</tbody></table></details>")
+
+    def results_record(self) -> dict:
+        rec = super().results_record()
+        if self.est is None:
+            return rec
+        card = next((f for f in self.fits if f.gpu == self.card.value), None)
+        rec.update({
+            "model": self.est.model, "quant": self.est.quant, "mode": self.est.setup.mode,
+            "engine": self.est.setup.engine, "context": self.est.setup.context, "batch": self.est.setup.batch,
+            "gpus": self.est.setup.gpus, "per_gpu_gib": self.est.per_gpu.to_dict(), "cpu_gib": self.est.cpu_gib,
+            "weights_file_gib": self.est.weights_file_gib, "card": self.card.value,
+            "card_min_gpus": card.min_gpus if card else None, "max_context": self.max_ctx, "max_batch": self.max_b,
+            "matrix": {gid: {f: (None if math.isnan(v) else int(v)) for f, v in row.items()}
+                       for gid, row in self.matrix.for_model(self.est.model).iterrows()},
+            "speed": self.speed_rows[:60], "bars": len(self.fig.data),
+            "quality_rows": len(self._formats), "errors": getattr(self, "error_rows", []),
+            "summary": self.summary.value,
+        })
+        return rec
+
+
+def _num(v):
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return None
+    return None if math.isnan(f) or math.isinf(f) else f
+
+
+def _fmt(v, nd=2) -> str:
+    return "—" if v is None else f"{v:,.{nd}f}"
+
+
+def _pct(v) -> str:
+    return "—" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v:.1f} %"

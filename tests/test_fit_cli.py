@@ -1,0 +1,112 @@
+"""gpucost fit / gpucost speed as a user runs them, and page 02 run headless (papermill)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from gpucost.catalog import Catalog
+from gpucost.memory import Setup, estimate
+from gpucost.models import catalog_spec
+from gpucost.quant import get_format
+
+from .conftest import cli_json, run_cli, run_notebook
+
+PER_GPU_KEYS = {"weights", "kv_cache", "activations", "gradients", "optimizer", "overhead", "total"}
+
+
+def test_fit_json_contract_and_values():
+    r = cli_json("fit", "--model", "Llama-3.1-8B", "--quant", "Q4_K_M", "--context", "8192")
+    assert set(r) >= {"per_gpu_gib", "cpu_gib", "weights_file_gib", "fits"}
+    assert set(r["per_gpu_gib"]) == PER_GPU_KEYS
+    pg = r["per_gpu_gib"]
+    assert pg["total"] == pytest.approx(sum(v for k, v in pg.items() if k != "total"), abs=1e-3)
+    # 2 × 32 layers × 8 KV heads × 128 × 8192 tokens × 2 B = 1 GiB; GGUF default engine is llama.cpp
+    assert r["engine"] == "llama.cpp" and pg["kv_cache"] == pytest.approx(1.0)
+    assert r["weights_file_gib"] == pytest.approx(4.58, abs=0.01)  # llama.cpp README: 4.58 GiB
+    fits = {f["gpu"]: f for f in r["fits"]}
+    assert len(fits) == len(Catalog().gpus)
+    assert set(fits["rtx-4090"]) >= {"gpu", "vram_gib", "min_gpus", "fits_on_one", "reason"}
+    assert fits["rtx-4090"]["min_gpus"] == 1 and fits["rtx-4090"]["fits_on_one"] is True
+
+
+def test_fit_training_zero3_with_a_card_name():
+    r = cli_json("fit", "--model", "llama-3.1-70b", "--quant", "bf16", "--mode", "full", "--gpus", "8",
+                 "--zero", "3", "--offload", "cpu", "--gpu", "A100 80GB SXM")
+    assert [f["gpu"] for f in r["fits"]] == ["a100-80gb-sxm"]
+    # ZeRO-3 + CPU offload: optimizer states, master weights and gradients in CPU RAM (16 bytes/param)
+    assert r["per_gpu_gib"]["optimizer"] == 0
+    assert r["cpu_gib"] == pytest.approx(70.554e9 * 16 / 2**30, rel=1e-3)
+    assert "max_context" in r and "max_batch" in r
+    # the page/engine give the same numbers
+    e = estimate(catalog_spec("llama-3.1-70b", Catalog()), get_format("bf16"),
+                 Setup(mode="full", context=2048, gpus=8, zero=3, offload="cpu", engine="transformers"))
+    assert r["per_gpu_gib"]["total"] == pytest.approx(e.per_gpu.total, abs=1e-3)
+
+
+def test_fit_impossible_count_is_null():
+    r = cli_json("fit", "--model", "llama-3.1-405b", "--quant", "fp32", "--gpu", "rtx-3060-12gb")
+    assert r["fits"][0]["min_gpus"] is None and r["fits"][0]["fits_on_one"] is False
+
+
+def test_fit_from_a_local_config_json(tmp_path):
+    cfg = tmp_path / "config.json"
+    cfg.write_text(json.dumps({"model_type": "llama", "hidden_size": 2048, "intermediate_size": 5632,
+                               "num_hidden_layers": 22, "num_attention_heads": 32, "num_key_value_heads": 4,
+                               "vocab_size": 32000, "max_position_embeddings": 2048}))
+    r = cli_json("fit", "--config", str(cfg), "--quant", "bf16", "--context", "2048", "--engine", "transformers")
+    # TinyLlama-1.1B's shapes: 1,100,048,384 parameters × 2 B (its model card: 1.1B)
+    assert r["per_gpu_gib"]["weights"] == pytest.approx(1_100_048_384 * 2 / 2**30, rel=1e-4)
+    # KV: 2 × 22 × 4 × 64 × 2048 × 2 B = 46,137,344 B
+    assert r["per_gpu_gib"]["kv_cache"] == pytest.approx(46_137_344 / 2**30, abs=1e-4)
+
+
+def test_bad_input_exits_2_with_one_line():
+    p = run_cli("fit", "--model", "llama-3-8bb", "--quant", "q4_k_m", "--json")
+    assert p.returncode == 2 and p.stdout == ""
+    assert p.stderr.count("\n") == 1 and "closest: llama-3-8b" in p.stderr
+    p = run_cli("fit", "--model", "acme/brand-new-llm", "--quant", "bf16", "--json")
+    assert p.returncode == 2 and "HF_HUB_OFFLINE" in p.stderr and p.stderr.count("\n") == 1
+    p = run_cli("fit", "--model", "llama-3-8b", "--quant", "q4_k_m", "--mode", "lora", "--json")
+    assert p.returncode == 2 and "qlora" in p.stderr and "Traceback" not in p.stderr
+    p = run_cli("speed", "--model", "llama-3-8b", "--quant", "q4_k_m", "--gpu", "RTX 9999", "--json")
+    assert p.returncode == 2 and "unknown GPU" in p.stderr
+
+
+def test_speed_json_contract():
+    r = cli_json("speed", "--model", "qwen2.5-7b", "--quant", "awq", "--gpu", "A100 80GB SXM", "--batch", "4")
+    assert set(r) >= {"decode_tokens_per_s", "prefill_tokens_per_s", "bound"}
+    assert r["engine"] == "vllm" and r["bound"] == "memory-bandwidth"
+    assert r["decode_tokens_per_s"] == pytest.approx(4 * r["decode_tokens_per_s_per_seq"])
+    assert r["decode_tokens_per_s"] <= r["bandwidth_roofline_tokens_per_s"]
+    assert r["cost_per_1m_tokens"]["cloud"] > 0
+
+
+@pytest.mark.notebook
+@pytest.mark.timeout(300)
+def test_page_agrees_with_the_cli(tmp_path):
+    rec = run_notebook("02_quantization_fit.ipynb", {"model": "qwen2.5-7b", "quant": "awq-4bit-g128",
+                                                     "context": "8k", "batch": 2, "gpu": "A100 80GB SXM"}, tmp_path)
+    assert rec["error"] is None
+    cli = cli_json("fit", "--model", "qwen2.5-7b", "--quant", "awq-4bit-g128", "--context", "8192", "--batch", "2",
+                   "--gpu", "a100-80gb-sxm")
+    assert rec["per_gpu_gib"] == pytest.approx(cli["per_gpu_gib"])
+    assert rec["card_min_gpus"] == cli["fits"][0]["min_gpus"] == 1
+    assert rec["max_context"] == cli["max_context"] and rec["max_batch"] == cli["max_batch"]
+    assert rec["bars"] == 7  # six components + the card's usable-memory line
+    assert rec["matrix"]["a100-80gb-sxm"]["awq-4bit-g128"] == 1
+    assert rec["speed"] and all(s["tokens_per_s"] > 0 for s in rec["speed"])
+    cats = {e["category"] for e in rec["errors"]}
+    assert {"file_size", "inference_memory", "training_memory", "decode_speed"} <= cats
+
+
+@pytest.mark.notebook
+@pytest.mark.timeout(300)
+def test_page_in_chinese_and_bad_context_is_a_message(tmp_path):
+    rec = run_notebook("02_quantization_fit.ipynb", {"lang": "zh", "mode": "qlora", "quant": "bnb-nf4-dq",
+                                                     "context": "2048"}, tmp_path)
+    assert rec["error"] is None and rec["currency"] == "CNY"
+    assert "每张需" in rec["summary"]
+    rec = run_notebook("02_quantization_fit.ipynb", {"context": "lots"}, tmp_path)
+    assert rec["error"] and "lots" in rec["error"]

@@ -1,0 +1,143 @@
+"""Model resolution and the architecture breakdown, against published parameter counts and by hand."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from gpucost.catalog import Catalog
+from gpucost.errors import GpucostError, UnknownNameError
+from gpucost.models import (
+    catalog_specs,
+    count_parameters,
+    fetch_hf_config,
+    load_config_file,
+    lora_trainable_params,
+    param_split,
+    resolve_model,
+)
+
+# Llama-2-7B's config.json (meta-llama/Llama-2-7b-hf), the fields that matter
+LLAMA2_7B_CONFIG = {"model_type": "llama", "hidden_size": 4096, "intermediate_size": 11008, "num_hidden_layers": 32,
+                    "num_attention_heads": 32, "num_key_value_heads": 32, "vocab_size": 32000,
+                    "max_position_embeddings": 4096, "tie_word_embeddings": False, "torch_dtype": "float16",
+                    "_name_or_path": "meta-llama/Llama-2-7b-hf"}
+
+
+@pytest.fixture(scope="module")
+def cat() -> Catalog:
+    return Catalog()
+
+
+def test_every_catalog_llm_counts_to_its_published_total(cat):
+    """The tensor breakdown adds up to models.csv's params_total_b (itself from the model cards and
+    config.json) within 0.1 %, except multimodal Gemma 3 whose vision tower is not a decoder tensor."""
+    for spec in catalog_specs(cat):
+        if not spec.is_llm:
+            continue
+        total, active = count_parameters(spec)
+        if spec.family == "gemma3":
+            assert total < spec.params_total  # the SigLIP vision tower is the difference
+            assert param_split(spec)["extra"] == pytest.approx(spec.params_total - total)
+            continue
+        assert total == pytest.approx(spec.params_total, rel=1e-3), spec.id
+        assert active == pytest.approx(spec.params_active, rel=1e-3), spec.id
+
+
+def test_llama2_7b_from_config_json_by_hand(tmp_path):
+    p = tmp_path / "config.json"
+    p.write_text(json.dumps(LLAMA2_7B_CONFIG))
+    spec = load_config_file(p)
+    # embeddings 32000*4096 = 131,072,000, twice (untied) = 262,144,000
+    # per layer: attention 4*4096^2 = 67,108,864; MLP 3*4096*11008 = 135,266,304; 2 norms 8,192
+    # 32 layers: 32 * 202,383,360 = 6,476,267,520; final norm 4,096 → 6,738,415,616 (the models.csv note)
+    assert spec.params_total == 6_738_415_616
+    assert spec.num_kv_heads == 32 and spec.head_dim == 128 and spec.source == "config.json"
+
+
+def test_lora_parameters_exact():
+    spec = resolve_model("llama-2-7b")
+    # LoRA rank 8 on q_proj and v_proj: 8*(4096+4096) per matrix, 2 per layer, 32 layers = 4,194,304
+    # (the count PEFT prints for Llama-2-7B with r=8 on q,v)
+    assert lora_trainable_params(spec, 8, "qv") == 4_194_304
+    # all linear layers, rank 16: q,k,v,o 4 * 16*(4096+4096) = 524,288; gate, up 2 * 16*(4096+11008)
+    # = 483,328; down 16*(11008+4096) = 241,664 → 1,249,280 per layer, × 32 = 39,976,960
+    assert lora_trainable_params(spec, 16) == 39_976_960
+    with pytest.raises(GpucostError):
+        lora_trainable_params(spec, 0)
+    with pytest.raises(UnknownNameError, match="closest"):
+        lora_trainable_params(spec, 8, "attentions")
+
+
+def test_names_ids_repo_ids_aliases_case_insensitive(cat):
+    assert resolve_model("LLAMA3.1:8B", catalog=cat).id == "llama-3.1-8b"
+    assert resolve_model("meta-llama/Llama-3.1-8B-Instruct", catalog=cat).id == "llama-3.1-8b"
+    assert resolve_model("Qwen/Qwen2.5-7B-Instruct", catalog=cat).id == "qwen2.5-7b"
+    assert resolve_model("mixtral", catalog=cat).id == "mixtral-8x7b"
+
+
+def test_unknown_name_gets_closest_names(cat):
+    with pytest.raises(UnknownNameError) as err:
+        resolve_model("llamma-3-8b", catalog=cat)
+    assert "llama-3-8b" in str(err.value) and "\n" not in str(err.value)
+
+
+def test_repo_id_offline_says_so_in_one_line(cat, monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(GpucostError) as err:
+        resolve_model("some-org/some-new-model", catalog=cat)
+    msg = str(err.value)
+    assert "HF_HUB_OFFLINE" in msg and "\n" not in msg
+
+
+def test_repo_id_online_goes_through_the_hub_client(cat, monkeypatch, tmp_path):
+    """A repo id not in the catalog is fetched with huggingface_hub.hf_hub_download (faked here)."""
+    huggingface_hub = pytest.importorskip("huggingface_hub")
+
+    cfg = tmp_path / "config.json"
+    cfg.write_text(json.dumps({**LLAMA2_7B_CONFIG, "_name_or_path": ""}))
+    calls = []
+
+    def fake_download(repo_id, filename, **kw):
+        calls.append((repo_id, filename))
+        return str(cfg)
+
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.setattr(huggingface_hub, "hf_hub_download", fake_download)
+    spec = resolve_model("some-org/llama-like", catalog=cat)
+    assert calls == [("some-org/llama-like", "config.json")]
+    assert spec.id == "some-org/llama-like" and spec.params_total == 6_738_415_616
+
+
+def test_hub_failure_is_one_line(monkeypatch):
+    huggingface_hub = pytest.importorskip("huggingface_hub")
+
+    def broken(**kw):
+        raise OSError("network is unreachable")
+
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.setattr(huggingface_hub, "hf_hub_download", lambda repo_id, filename, **kw: broken())
+    with pytest.raises(GpucostError, match="offline or Hugging Face unreachable"):
+        fetch_hf_config("org/model")
+
+
+def test_bad_config_file_is_a_clear_error(tmp_path):
+    p = tmp_path / "config.json"
+    p.write_text("{not json")
+    with pytest.raises(GpucostError, match="not a readable JSON"):
+        load_config_file(p)
+    p.write_text(json.dumps({"model_type": "vit", "image_size": 224}))
+    with pytest.raises(GpucostError, match="not a decoder-only"):
+        load_config_file(p)
+    with pytest.raises(GpucostError, match="file not found"):
+        load_config_file(tmp_path / "missing.json")
+
+
+def test_moe_and_mla_shapes(cat):
+    dsv3 = resolve_model("deepseek-v3", catalog=cat)
+    # MLA caches kv_lora_rank + qk_rope_head_dim = 512 + 64 values per token per layer (DeepSeek-V2 paper)
+    assert dsv3.kv_values_per_token_per_layer == 576
+    mix = resolve_model("mixtral-8x7b", catalog=cat)
+    # GQA: 2 × 8 KV heads × 128 = 2048 values per token per layer
+    assert mix.kv_values_per_token_per_layer == 2048

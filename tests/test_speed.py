@@ -1,0 +1,145 @@
+"""Speed and cost, computed by hand here from the roofline formulas and the factors in
+data/engine_efficiency.csv (read from the file, not from the code under test)."""
+
+from __future__ import annotations
+
+import csv
+
+import pytest
+
+from gpucost.catalog import Catalog
+from gpucost.errors import GpucostError
+from gpucost.models import catalog_spec
+from gpucost.quant import active_weight_fraction, get_format
+from gpucost.speed import cost_per_million_tokens, efficiency_table, speed, training_time
+from gpucost.validation import calibrate
+
+from .conftest import DATA
+
+
+@pytest.fixture(scope="module")
+def cat() -> Catalog:
+    return Catalog()
+
+
+@pytest.fixture(scope="module")
+def factors() -> dict[str, dict]:
+    with open(DATA / "engine_efficiency.csv", encoding="utf-8") as fh:
+        return {r["engine"]: r for r in csv.DictReader(fh)}
+
+
+def gpu(cat, gid):
+    d = cat.gpus.set_index("id").loc[gid].to_dict()
+    d["id"] = gid
+    return d
+
+
+def test_llama_cpp_decode_by_hand(cat, factors):
+    f = factors["llama.cpp"]
+    eta, c_ms = float(f["bw_efficiency"]), float(f["layer_overhead_ms"])
+    s = catalog_spec("llama-2-7b", cat)
+    sp = speed(s, get_format("fp16", cat), gpu(cat, "rtx-4090"), context=512, engine="llama.cpp", catalog=cat)
+    # read per token: the 32 layers' matrices 32 × 202,375,168 values, the output head 32000 × 4096 and the
+    # norms 65 × 4096, at 2 bytes (the embedding table is looked up, not read) + the KV cache
+    # 2 × 32 × 32 × 128 × 512 × 2 B = 268,435,456
+    read = (32 * 202_375_168 + 32000 * 4096 + 65 * 4096) * 2 + 268_435_456
+    t = read / (1008e9 * eta) + 32 * c_ms / 1e3  # RTX 4090: 1008 GB/s
+    assert sp.bytes_per_step == pytest.approx(read)
+    assert sp.decode_tokens_per_s == pytest.approx(1 / t, rel=1e-6)
+    assert sp.bound == "memory-bandwidth"
+    assert sp.bandwidth_roofline_tokens_per_s == pytest.approx(1008e9 / read)
+
+
+def test_transformers_generate_is_bound_by_kernel_launches(cat, factors):
+    host = float(factors["transformers"]["host_layer_ms"])
+    s = catalog_spec("qwen2.5-0.5b", cat)
+    sp = speed(s, get_format("bf16", cat), gpu(cat, "a100-80gb-sxm"), context=1024, engine="transformers", catalog=cat)
+    # 24 layers × the host time per layer, far above the 1 GB / 2039 GB/s the weights take to read
+    assert sp.bound == "host-overhead"
+    assert sp.decode_tokens_per_s == pytest.approx(1 / (24 * host / 1e3))
+
+
+def test_tensor_parallel_adds_all_reduces(cat, factors):
+    v = factors["vllm"]
+    eta, c_ms, lat = float(v["bw_efficiency"]), float(v["layer_overhead_ms"]), float(v["allreduce_latency_ms"])
+    s = catalog_spec("qwen2.5-72b", cat)
+    one = speed(s, get_format("bf16", cat), gpu(cat, "a100-80gb-sxm"), context=1024, engine="vllm", catalog=cat)
+    sp = speed(s, get_format("bf16", cat), gpu(cat, "a100-80gb-sxm"), gpus=4, context=1024, engine="vllm", catalog=cat)
+    # per GPU: a quarter of the weights and (8 KV heads / 4) of the cache; 2 all-reduces per layer over
+    # NVLink (600 GB/s both ways → 300 one way) of 8192 values × 2 B, ring factor 2 × 3/4
+    comm = 2 * 80 * (lat / 1e3 + 2 * 3 / 4 * 8192 * 2 / 300e9)
+    t = one.bytes_per_step / 4 / (2039e9 * eta) + 80 * c_ms / 1e3 + comm
+    assert sp.link == "nvlink"
+    assert sp.decode_tokens_per_s == pytest.approx(1 / t, rel=1e-6)
+    assert sp.decode_tokens_per_s > 2 * one.decode_tokens_per_s
+
+
+def test_moe_reads_only_the_experts_in_use():
+    from gpucost.models import resolve_model
+
+    mix = resolve_model("mixtral-8x7b")
+    # 2 of 8 experts per token: one token reads 1/4 of the expert weights; 4 tokens 1 − (3/4)^4
+    assert active_weight_fraction(mix, 1) == pytest.approx(0.25)
+    assert active_weight_fraction(mix, 4) == pytest.approx(1 - 0.75**4)
+
+
+def test_cost_per_million_tokens_by_hand():
+    # cloud: 2 cards at 2.00 per GPU-hour serving 1000 tokens/s: 4.00 / 3.6M tokens × 1M = 1.1111
+    assert cost_per_million_tokens(1000, 2, basis="cloud", price=2.0) == pytest.approx(4 / 3.6)
+    # bought at 1600 each, 3 years, busy half the hours: 1600 / (3 × 8760 × 0.5) = 0.121766 per card-hour
+    hourly = 2 * 1600 / (3 * 8760 * 0.5)
+    assert cost_per_million_tokens(1000, 2, basis="new", price=1600, amortize_years=3, utilization=0.5) == \
+        pytest.approx(hourly / 3.6)
+    # plus 450 W per card at 0.15 per kWh: 2 × 0.45 × 0.15 = 0.135 per hour
+    assert cost_per_million_tokens(1000, 2, basis="used", price=1600, amortize_years=3, utilization=0.5,
+                                   power_w=450, power_price_per_kwh=0.15) == pytest.approx((hourly + 0.135) / 3.6)
+    with pytest.raises(GpucostError):
+        cost_per_million_tokens(1000, 1, basis="new", price=1000, utilization=0)
+
+
+def test_training_time_by_hand(cat):
+    s = catalog_spec("llama-3.1-8b", cat)
+    h100 = gpu(cat, "h100-sxm")
+    te = training_time(s, h100, mode="full", tokens=1e9, gpus=1, seq=2048, mfu=0.4, catalog=cat)
+    # FLOP per token: 6 × (8.03e9 − 525,336,576 embedding) + 12 × 32 layers × 4096 × 2048 (PaLM appendix B)
+    fpt = 6 * (8.03e9 - 525_336_576) + 12 * 32 * 4096 * 2048
+    assert te.flops_per_token == pytest.approx(fpt)
+    tps = 989.4e12 * 0.4 / fpt  # dense BF16 peak of the H100 SXM
+    assert te.tokens_per_s == pytest.approx(tps)
+    assert te.hours == pytest.approx(1e9 / tps / 3600)
+    # 8 cards over PCIe gen 4 (31.5 GB/s): the 16-bit gradient all-reduce 2 × 7/8 × 8.03e9 × 2 B takes
+    # 0.892 s; what the backward pass (2/3 of the step) cannot hide is added
+    g = gpu(cat, "rtx-4090")
+    te8 = training_time(s, g, mode="full", tokens=1e9, gpus=8, seq=512, micro_batch=1, mfu=0.4, catalog=cat)
+    fpt512 = 6 * (8.03e9 - 525_336_576) + 12 * 32 * 4096 * 512
+    t_c = 8 * 512 * fpt512 / (8 * 165.2e12 * 0.4)
+    comm = 2 * 7 / 8 * 8.03e9 * 2 / 31.5e9
+    t = t_c + max(0.0, comm - 2 / 3 * t_c)
+    assert te8.link == "pcie4"
+    assert te8.scaling_efficiency == pytest.approx(t_c / t)
+    assert te8.tokens_per_s == pytest.approx(8 * 512 / t)
+    assert te8.cost is None
+
+
+def test_engines_without_calibration_say_where_their_factors_come_from(cat):
+    t = efficiency_table(cat)
+    assert "from vllm" in t["tensorrt-llm"].borrowed_from
+    sp = speed(catalog_spec("llama-3.1-8b", cat), get_format("fp8", cat), gpu(cat, "h100-sxm"),
+               engine="tensorrt-llm", catalog=cat)
+    assert any("tensorrt-llm" in n for n in sp.notes)
+
+
+def test_speed_rejects_what_it_cannot_answer(cat):
+    with pytest.raises(GpucostError, match="diffusion"):
+        speed(catalog_spec("sdxl", cat), get_format("fp16", cat), gpu(cat, "rtx-4090"), catalog=cat)
+    with pytest.raises(GpucostError, match="divide evenly"):
+        speed(catalog_spec("llama-3.1-8b", cat), get_format("bf16", cat), gpu(cat, "rtx-4090"), gpus=3,
+              engine="vllm", catalog=cat)
+
+
+def test_stored_factors_are_the_fit_on_their_calibration_rows(cat, factors):
+    """data/engine_efficiency.csv holds what gpucost.validation.calibrate() fits on the rows it names."""
+    fitted = calibrate(cat)
+    for engine, vals in fitted.items():
+        for col, v in vals.items():
+            assert float(factors[engine][col]) == pytest.approx(v, abs=1e-4), (engine, col)

@@ -1,0 +1,29 @@
+NAME = "02_quantization_fit.ipynb"
+TITLE = """# Quantization fit
+Will a model run — or fine-tune — on a card, at which precision, on how many cards, how fast, and what does
+each token cost? (Estimates with a published error table.)"""
+PARAMS = '''
+# Parameters (papermill: papermill 02_quantization_fit.ipynb out.ipynb -p model qwen2.5-7b -p quant awq)
+model: str = "llama-3.1-8b"  # catalog model id (see data/models.csv)
+quant: str = "q4_k_m"  # weight format id (see data/quant_formats.csv): bf16, fp8-e4m3, awq-4bit-g128, q4_k_m, ...
+mode: str = "inference"  # inference | full | lora | qlora
+engine: str = ""  # transformers | vllm | llama.cpp | tensorrt-llm (training: transformers | torchtune); "" = default
+context: str = "4096"  # tokens per sequence (KV cache) or training sequence length; "32k" works
+batch: int = 1  # concurrent sequences (inference) or micro-batch per GPU (training)
+gpus: int = 1  # GPUs the per-GPU breakdown is for
+zero: int = 0  # DeepSpeed ZeRO stage 0-3 (training)
+offload: str = "none"  # none | cpu | nvme (training with ZeRO >= 1)
+lora_rank: int = 16  # LoRA rank (lora, qlora)
+gpu: str = "rtx-4090"  # card id or name for the chart and the longest context / largest batch
+train_tokens_m: float = 100.0  # training run size [millions of tokens] for time and cost
+lang: str = "en"  # en | zh
+currency: str = ""  # display currency; "" = the language's (USD for en, CNY for zh)
+'''
+BUILD = '''
+from gpucost.ui.quant_fit import QuantFitPage
+
+page = QuantFitPage(model=model, quant=quant, mode=mode, engine=engine, context=context, batch=batch, gpus=gpus,
+                    zero=zero, offload=offload, lora_rank=lora_rank, gpu=gpu, train_tokens_m=train_tokens_m,
+                    lang=lang, currency=currency or None)
+page.display()
+'''
