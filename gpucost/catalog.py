@@ -91,6 +91,20 @@ SCHEMAS: dict[str, dict[str, str]] = {
         "gen_tokens": "int0?", "lora_rank": "int+?", "grad_checkpointing": "str?", "optimizer": "str?",
         "zero_stage": "int0?", "measured": "num+", "unit": "str", **SOURCE_COLS,
     },
+    "engine_efficiency": {
+        "engine": "id", "bw_efficiency": "num+?", "layer_overhead_ms": "num0?", "host_layer_ms": "num0?",
+        "compute_efficiency": "num+?", "allreduce_latency_ms": "num0?", "mfu": "num+?", "fallback": "str?",
+        "calibration_rows": "str?", **SOURCE_COLS,
+    },
+    "tco_defaults": {
+        "key": "str", "variant": "str?", "region": "str?", "value": "num0", "low": "num0?",
+        "high": "num0?", "unit": "str", "currency": "currency?", **SOURCE_COLS,
+    },
+    "mig_profiles": {
+        "id": "id", "gpu_id": "ref:gpus", "profile": "str", "memory_gb": "num+", "memory_slices": "int+",
+        "memory_slices_total": "int+", "compute_slices": "int+", "compute_slices_total": "int+",
+        "max_instances": "int+", "placements": "str", "media_extensions": "bool", **SOURCE_COLS,
+    },
 }
 
 #: Tables whose rows refer to other tables load those first (for ``ref:`` and ``currency`` checks).
