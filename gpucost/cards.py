@@ -124,7 +124,8 @@ class Ranking:
 def price_summary(catalog: Catalog, currency: str) -> pd.DataFrame:
     """Per GPU: price_new, price_used and cloud_hourly in ``currency``, each with its source and date.
 
-    A card's street price is the median of its rows in the display currency when there are any (a
+    Rows of channel ``server-quote`` (a whole server) are left out. A card's street price is the median
+    of its rows in the display currency when there are any (a
     Chinese buyer sees Chinese prices), else the median of all its rows converted through fx.csv. The
     cloud price is the lowest on-demand price per GPU-hour over all offers.
     """
@@ -133,8 +134,10 @@ def price_summary(catalog: Catalog, currency: str) -> pd.DataFrame:
     prices = catalog.prices
     rates = catalog.fx.set_index("currency")["per_usd"]
     out = pd.DataFrame(index=pd.Index(catalog.gpus["id"], name="id"))
+    # a server quote is the price of a whole machine (several cards and the host), not of one card
+    per_card = prices[prices["channel"].fillna("").str.lower() != "server-quote"]
     for cond in ("new", "used"):
-        rows = prices[prices["condition"] == cond].copy()
+        rows = per_card[per_card["condition"] == cond].copy()
         rows["in_target"] = rows["currency"] == currency
         rows["value"] = rows["price"] * (rates[currency] / rows["currency"].map(rates).to_numpy())
         has_local = rows.groupby("gpu_id")["in_target"].transform("any")
@@ -258,7 +261,6 @@ def rank_cards(need: Need, catalog: Catalog | None = None, *, table: pd.DataFram
     keep["vram_per_1k"] = keep["vram_gib"] / price * scale
     keep["tflops_per_watt"] = perf / keep["tdp_w"]
     keep["on_frontier"] = pareto_frontier(price, perf)
-    keep["price_new"] = keep["price_new"]
     ascending = sort_by in ("price", "price_new", "price_used", "cloud_hourly", "tdp_w", "name")
     keep = keep.sort_values([sort_by, "id"], ascending=[ascending, True], na_position="last")
 

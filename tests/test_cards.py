@@ -25,7 +25,7 @@ def test_rank_by_tflops_per_1k_in_hand_computed_order(cat):
     assert [c.id for c in r.cards] == ["rtx-5090", "rtx-4090", "rtx-a6000", "a100-80gb-sxm"]
     assert r.cards[0].tflops_per_1k == pytest.approx(104.80, abs=0.01)
     assert r.cards[1].tflops_per_1k == pytest.approx(103.31, abs=0.01)
-    assert r.cards[3].gbps_per_1k == pytest.approx(2039 / 15000 * 1000)
+    assert r.cards[3].gbps_per_1k == pytest.approx(2039 / 15000 * 1000)  # the 200 000 server quote is left out
     assert r.cards[2].vram_per_1k == pytest.approx(48 / 4650 * 1000)
     assert r.cards[0].tflops_per_watt == pytest.approx(209.5 / 575)
     # the A6000 costs more than the 5090 and is slower: dominated, off the frontier
