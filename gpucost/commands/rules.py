@@ -1,0 +1,58 @@
+"""gpucost rules: Prometheus alerting rules (YAML) for NVIDIA dcgm-exporter metrics — idle GPUs and
+memory pressure, with the hourly cost of an idle card in the annotations."""
+
+from __future__ import annotations
+
+import argparse
+
+NAME = "rules"
+HELP = "print Prometheus alerting rules (YAML) for dcgm-exporter: idle GPUs, memory pressure, their cost"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--idle-util", type=float, default=20.0, metavar="PCT",
+                   help="a GPU under this utilization is idle (20)")
+    p.add_argument("--idle-for", default="30m", metavar="DURATION",
+                   help="… for this long before GpuIdle fires (Prometheus duration: 30m, 1h, 90s)")
+    p.add_argument("--mem-high", type=float, default=90.0, metavar="PCT",
+                   help="memory used above this fires GpuMemoryPressure (90)")
+    p.add_argument("--mem-for", default="5m", metavar="DURATION", help="… for this long (5m)")
+    p.add_argument("--gpu", default=None, metavar="ID",
+                   help="the card of the fleet (catalog id or name): its hourly value goes into the alerts")
+    p.add_argument("--currency", default="USD", metavar="C", help="currency of the costs (USD)")
+    p.add_argument("--amortize-years", type=float, default=3.0, metavar="Y",
+                   help="years over which a new price is spread when the card has no cloud price (3)")
+    p.add_argument("--kwh-price", type=float, default=None, metavar="PRICE",
+                   help="electricity price per kWh: adds an energy-cost recording rule")
+    p.add_argument("--prof", action="store_true",
+                   help="also alert on DCGM_FI_PROF_GR_ENGINE_ACTIVE (needs DCGM profiling metrics)")
+    p.add_argument("--json", action="store_true", help="print the rules as JSON instead of YAML")
+
+
+class RulesOutput:
+    def __init__(self, doc: dict, text: str):
+        self.doc, self.text = doc, text
+
+    def to_dict(self) -> dict:
+        return self.doc
+
+
+def run(args: argparse.Namespace) -> RulesOutput:
+    from gpucost.rules import RuleOptions, alert_rules, rules_yaml
+
+    value = None
+    if args.gpu:
+        from gpucost.catalog import Catalog
+        from gpucost.monitor import card_value
+
+        cat = Catalog()
+        cat.fx_rate(args.currency)
+        value = card_value(cat, cat.gpu_id(args.gpu), args.currency, args.amortize_years)
+    opts = RuleOptions(idle_util_pct=args.idle_util, idle_for=args.idle_for, mem_high_pct=args.mem_high,
+                       mem_for=args.mem_for, use_prof=args.prof, value=value, kwh_price=args.kwh_price,
+                       currency=args.currency.upper())
+    return RulesOutput(alert_rules(opts), rules_yaml(opts))
+
+
+def render_text(result: RulesOutput) -> str:
+    return result.text.rstrip("\n")

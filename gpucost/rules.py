@@ -1,0 +1,182 @@
+"""Prometheus alerting rules for NVIDIA's DCGM exporter: idle GPUs and memory pressure, with the money.
+
+Pure: options in, a rules document (dict, or YAML text) out. The metrics are those dcgm-exporter exports
+by default (labels ``gpu``, ``UUID``, ``modelName``, ``Hostname``, and on Kubernetes ``namespace``/``pod``):
+
+* ``DCGM_FI_DEV_GPU_UTIL``   GPU utilization [%]
+* ``DCGM_FI_DEV_FB_USED`` / ``DCGM_FI_DEV_FB_FREE``   framebuffer memory used / free [MiB]
+* ``DCGM_FI_DEV_POWER_USAGE``   power draw [W]
+* ``DCGM_FI_PROF_GR_ENGINE_ACTIVE``   graphics/compute engine active [ratio 0–1] (a truer busy signal than
+  GPU_UTIL, which counts a kernel running on one SM as busy; needs the profiling metrics enabled)
+
+Rules made (group ``gpucost``):
+
+* alert ``GpuIdle``: ``DCGM_FI_DEV_GPU_UTIL < idle_util_pct`` for ``idle_for``
+* alert ``GpuEngineIdle`` (with ``use_prof``): ``DCGM_FI_PROF_GR_ENGINE_ACTIVE < idle_util_pct / 100``
+* alert ``GpuMemoryPressure``: ``100 × FB_USED / (FB_USED + FB_FREE) > mem_high_pct`` for ``mem_for``
+* record ``gpucost:gpu_memory_used:percent`` and ``gpucost:gpu_power:kilowatts`` (= kWh per hour)
+* record ``gpucost:gpu_energy_cost:per_hour`` when an electricity price is given, and
+  ``gpucost:gpu_idle_cost:per_hour`` (the hourly value of every card that is idle now) when the card is known
+
+The idle alerts' annotations state what an idle card costs per hour (``hourly_value`` with its basis,
+from :func:`gpucost.monitor.card_value`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from gpucost.errors import GpucostError
+from gpucost.monitor import (
+    DEFAULT_IDLE_FOR_S,
+    DEFAULT_IDLE_UTIL_PCT,
+    DEFAULT_MEM_HIGH_PCT,
+    CardValue,
+    format_duration,
+    parse_duration,
+)
+
+GROUP = "gpucost"
+UTIL = "DCGM_FI_DEV_GPU_UTIL"
+FB_USED = "DCGM_FI_DEV_FB_USED"
+FB_FREE = "DCGM_FI_DEV_FB_FREE"
+POWER = "DCGM_FI_DEV_POWER_USAGE"
+ENGINE_ACTIVE = "DCGM_FI_PROF_GR_ENGINE_ACTIVE"
+#: where the card sits, in annotation templates (labels of dcgm-exporter)
+WHERE = "GPU {{ $labels.gpu }} ({{ $labels.modelName }}) on {{ $labels.Hostname }}"
+
+BASIS_TEXT = {
+    "cloud-on-demand": "the lowest cloud on-demand price per GPU-hour in the gpucost catalog",
+    "amortized-new": "its new price spread over {years:g} years of hours (no cloud price in the catalog)",
+}
+
+
+@dataclass(frozen=True)
+class RuleOptions:
+    """What the rules watch for. Durations are Prometheus durations ("30m", "1h30m").
+
+    idle_util_pct : a GPU under this utilization [%] is idle
+    idle_for      : … for this long before the alert fires
+    mem_high_pct  : memory used above this [% of used + free] is pressure
+    mem_for       : … for this long
+    use_prof      : also alert on DCGM_FI_PROF_GR_ENGINE_ACTIVE (needs DCGM profiling metrics)
+    value         : the card the fleet is made of (its hourly value goes into the annotations)
+    kwh_price     : electricity price [currency / kWh] for the energy-cost recording rule
+    currency      : the currency of ``kwh_price`` (and of ``value``)
+    """
+
+    idle_util_pct: float = DEFAULT_IDLE_UTIL_PCT
+    idle_for: str = format_duration(DEFAULT_IDLE_FOR_S)
+    mem_high_pct: float = DEFAULT_MEM_HIGH_PCT
+    mem_for: str = "5m"
+    use_prof: bool = False
+    value: CardValue | None = None
+    kwh_price: float | None = None
+    currency: str = "USD"
+
+    def check(self) -> None:
+        for name, v in (("--idle-util", self.idle_util_pct), ("--mem-high", self.mem_high_pct)):
+            if not isinstance(v, (int, float)) or math.isnan(v) or not 0 < v <= 100:
+                raise GpucostError(f"{name} must be a percentage above 0 and at most 100, not {v:g}")
+        parse_duration(self.idle_for)
+        parse_duration(self.mem_for)
+        if self.kwh_price is not None and (math.isnan(self.kwh_price) or self.kwh_price < 0):
+            raise GpucostError(f"the electricity price must be zero or more, not {self.kwh_price:g}")
+
+
+def _num(x: float) -> str:
+    """A threshold as PromQL writes it (20 not 20.0)."""
+    return f"{x:g}"
+
+
+def _money(x: float) -> str:
+    return f"{x:,.2f}" if x >= 1 else f"{x:.3f}"
+
+
+def idle_cost_text(opts: RuleOptions) -> str:
+    """The sentence about what an idle card costs per hour."""
+    v = opts.value
+    if v is None or v.hourly_value is None:
+        why = "" if v is None else f" (the catalog has no price for {v.name})"
+        return ("Its hourly cost is not stated" + why + ": run `gpucost rules --gpu ID` with the card "
+                "of this fleet to have it here.")
+    basis = BASIS_TEXT[v.hourly_basis].format(years=v.amortize_years)
+    where = f"; {v.cloud_offer}, as of {v.cloud_as_of}" if v.hourly_basis == "cloud-on-demand" else ""
+    return (f"An idle {v.name} is worth {_money(v.hourly_value)} {v.currency} per hour "
+            f"({basis}{where}): every idle hour is that much money doing nothing.")
+
+
+def alert_rules(opts: RuleOptions | None = None) -> dict:
+    """The rules document (``{"groups": [...]}``) for ``promtool check rules`` and Prometheus."""
+    opts = opts or RuleOptions()
+    opts.check()
+    idle_for = format_duration(parse_duration(opts.idle_for))
+    mem_for = format_duration(parse_duration(opts.mem_for))
+    cost = idle_cost_text(opts)
+    rules: list[dict] = [
+        {"record": "gpucost:gpu_memory_used:percent",
+         "expr": f"100 * {FB_USED} / ({FB_USED} + {FB_FREE})"},
+        {"record": "gpucost:gpu_power:kilowatts", "expr": f"{POWER} / 1000"},
+    ]
+    cur = (opts.value.currency if opts.value is not None else opts.currency).upper()
+    if opts.kwh_price is not None:
+        rules.append({"record": "gpucost:gpu_energy_cost:per_hour",
+                      "expr": f"{POWER} / 1000 * {opts.kwh_price:g}",
+                      "labels": {"currency": opts.currency.upper()}})
+    if opts.value is not None and opts.value.hourly_value is not None:
+        rules.append({"record": "gpucost:gpu_idle_cost:per_hour",
+                      "expr": f"({UTIL} < bool {_num(opts.idle_util_pct)}) * {opts.value.hourly_value:.6g}",
+                      "labels": {"currency": cur, "gpucost_gpu_id": opts.value.gpu_id}})
+    rules.append({
+        "alert": "GpuIdle",
+        "expr": f"{UTIL} < {_num(opts.idle_util_pct)}",
+        "for": idle_for,
+        "labels": {"severity": "warning"},
+        "annotations": {
+            "summary": f"{WHERE} is idle",
+            "description": (f"{WHERE} has been under {_num(opts.idle_util_pct)}% busy for {idle_for} "
+                            f"(now {{{{ $value | humanize }}}}%). {cost}"),
+        },
+    })
+    if opts.use_prof:
+        ratio = opts.idle_util_pct / 100
+        rules.append({
+            "alert": "GpuEngineIdle",
+            "expr": f"{ENGINE_ACTIVE} < {ratio:g}",
+            "for": idle_for,
+            "labels": {"severity": "warning"},
+            "annotations": {
+                "summary": f"{WHERE}: compute engine idle",
+                "description": (f"The graphics/compute engine of {WHERE} has been active under "
+                                f"{_num(opts.idle_util_pct)}% of the time for {idle_for} (now "
+                                f"{{{{ $value | humanize }}}}). {cost}"),
+            },
+        })
+    rules.append({
+        "alert": "GpuMemoryPressure",
+        "expr": f"100 * {FB_USED} / ({FB_USED} + {FB_FREE}) > {_num(opts.mem_high_pct)}",
+        "for": mem_for,
+        "labels": {"severity": "warning"},
+        "annotations": {
+            "summary": f"{WHERE}: memory above {_num(opts.mem_high_pct)}%",
+            "description": (f"{WHERE} has used more than {_num(opts.mem_high_pct)}% of its memory for "
+                            f"{mem_for} (now {{{{ $value | humanize }}}}%): the next allocation may fail with out of "
+                            "memory; shrink the batch or context, quantize, or move the job to a larger card."),
+        },
+    })
+    return {"groups": [{"name": GROUP, "rules": rules}]}
+
+
+def rules_yaml(opts: RuleOptions | None = None) -> str:
+    """:func:`alert_rules` as YAML text, with a header comment naming what made it."""
+    import yaml
+
+    doc = alert_rules(opts)
+    o = opts or RuleOptions()
+    head = ("# Prometheus alerting rules for NVIDIA dcgm-exporter metrics, made by `gpucost rules`.\n"
+            f"# idle: DCGM_FI_DEV_GPU_UTIL < {_num(o.idle_util_pct)} for {o.idle_for}; memory: used > "
+            f"{_num(o.mem_high_pct)}% for {o.mem_for}.\n"
+            "# Check with: promtool check rules FILE\n")
+    return head + yaml.safe_dump(doc, sort_keys=False, allow_unicode=True, width=100000,
+                                 default_flow_style=False)

@@ -1,0 +1,77 @@
+"""Page 04 in a real browser (Voila + headless Debian Chromium): on this machine without a GPU it says so,
+the labelled demo samples live (progress bar, chart, verdicts, waste) from a background thread, and the
+measured utilization is handed to page 03. Screenshots go to test-artifacts/."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from .browser import ARTIFACTS, CHROMIUM_ARGS, VoilaServer, assert_no_traceback, chromium_path, wait_ready
+from .test_probe import has_real_gpu
+
+pytestmark = [pytest.mark.browser, pytest.mark.timeout(600)]
+
+
+@pytest.fixture(scope="module")
+def server():
+    if chromium_path() is None:
+        if os.environ.get("CI"):
+            pytest.fail("chromium is not installed (.ci/run installs Debian's chromium)")
+        pytest.skip("Debian's chromium is not installed (apt-get install chromium)")
+    srv = VoilaServer(pool_size=1)
+    yield srv
+    srv.stop()
+
+
+@pytest.fixture
+def page(server):
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
+        ctx = b.new_context(viewport={"width": 1400, "height": 1100})
+        yield ctx.new_page()
+        b.close()
+
+
+def test_probe_page_no_gpu_message_then_a_live_demo(server, page):
+    page.goto(server.page("04_gpu_probe.ipynb"), timeout=180000)  # the kernel may still be starting
+    wait_ready(page)
+    assert_no_traceback(page)
+    if not has_real_gpu():
+        page.wait_for_selector(".gc-probe-nogpu")
+        text = page.inner_text(".gc-probe-banner")
+        assert "This server has no NVIDIA GPU" in text and "On a machine with an NVIDIA GPU" in text
+    # tick the demo: a labelled banner, two simulated GPUs in the table
+    page.click(".gc-probe-demo-toggle input")
+    page.wait_for_selector(".gc-probe-demo")
+    assert "DEMO" in page.inner_text(".gc-probe-banner")
+    page.wait_for_function("() => document.querySelector('.gc-probe-gpus').innerText.includes('RTX 4090')")
+    # one hour of simulated time, every minute: the chart grows while the progress bar fills
+    page.select_option(".gc-probe-duration select", label="60.0 min")
+    page.select_option(".gc-probe-interval select", label="60 s")
+    page.click(".gc-probe-start")
+    page.wait_for_selector(".gc-probe-chart .main-svg", timeout=30000)
+    page.wait_for_function(
+        "() => document.querySelector('.gc-probe-progress-label').innerText.includes('Done: 60 samples')",
+        timeout=60000)
+    assert page.locator(".gc-probe-chart .scatterlayer .trace").count() == 6
+    verdicts = page.inner_text(".gc-probe-verdicts")
+    assert "GPU 0 is IDLE" in verdicts and "GPU 1 is under MEMORY PRESSURE" in verdicts
+    assert "idle GPU-hours" in page.inner_text(".gc-probe-waste")
+    # a bad electricity price is shown next to the input
+    page.fill(".gc-probe-kwh input", "cheap")
+    page.press(".gc-probe-kwh input", "Enter")
+    page.wait_for_function("() => document.querySelector('.gc-inputs').innerText.includes(\"'cheap' is not a price\")")
+    page.fill(".gc-probe-kwh input", "0.25")
+    page.press(".gc-probe-kwh input", "Enter")
+    page.wait_for_function("() => document.querySelector('.gc-probe-summary').innerText.includes('USD')")
+    # hand the utilization to the TCO page
+    page.click(".gc-probe-to-tco")
+    page.wait_for_selector(".gc-probe-to-tco-msg .gc-msg-ok")
+    assert "38.8" in page.inner_text(".gc-probe-to-tco-msg")  # (32.67 + 45) / 2
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "04_gpu_probe-demo.png"), full_page=True)
+    assert_no_traceback(page)
