@@ -51,13 +51,7 @@ def test_held_out_decode_rows_include_models_and_cards_not_used_to_calibrate(res
     assert set(val["gpu"]) - set(cal["gpu"])       # e.g. RTX 3090, L40S, H100 PCIe, RTX A6000
 
 
-@pytest.mark.parametrize("category", [
-    "file_size", "inference_memory", "decode_speed",
-    pytest.param("training_memory", marks=pytest.mark.xfail(strict=True, reason=(
-        "measured: 16.0 % median on the 8 usable rows (> 15 %). The two RTX A6000 rows report about twice "
-        "the RTX 4090 rows for the same torchtune recipe (-49 %, -39 %), the torch.compile'd QLoRA rows sit "
-        "18-20 % below the eager model; the 8 Qwen-v1 rows are skipped until qwen-7b/14b/72b are in "
-        "models.csv. Not tuned per row: see the report.")))])
+@pytest.mark.parametrize("category", ["file_size", "inference_memory", "training_memory", "decode_speed"])
 def test_median_absolute_error_within_the_bound(summ, category):
     row = summ.loc[category]
     assert row["validation_rows"] >= 5, "too few held-out rows to judge"
