@@ -12,30 +12,39 @@ from typing import Any
 
 __version__ = "0.1.0"
 
-__all__ = [
-    "Catalog",
-    "DataError",
-    "GpucostError",
-    "UnknownNameError",
-    "load_table",
-    "load_skypilot_vms",
-    "Need",
-    "rank_cards",
-    "gpu_list",
-    "__version__",
-]
-
 _LAZY = {
+    # catalog and errors
     "Catalog": "gpucost.catalog",
     "load_table": "gpucost.catalog",
     "load_skypilot_vms": "gpucost.catalog",
     "DataError": "gpucost.errors",
     "GpucostError": "gpucost.errors",
     "UnknownNameError": "gpucost.errors",
+    # card choice
     "Need": "gpucost.cards",
     "rank_cards": "gpucost.cards",
     "gpu_list": "gpucost.cards",
+    # memory fit and speed
+    "resolve_model": "gpucost.models",
+    "Setup": "gpucost.memory",
+    "estimate": "gpucost.memory",
+    "card_fits": "gpucost.memory",
+    "fit_matrix": "gpucost.memory",
+    "speed": "gpucost.speed",
+    "training_time": "gpucost.speed",
+    "validate": "gpucost.validation",
+    # total cost of ownership
+    "load_scenario": "gpucost.tco",
+    "hourly_value": "gpucost.tco",
+    # monitoring (gpucost.probe is the only module that touches NVML)
+    "match_gpu": "gpucost.monitor",
+    "summarize": "gpucost.monitor",
+    # rules of thumb
+    "claim_ids": "gpucost.claims",
+    "evaluate_all": "gpucost.claims",
 }
+
+__all__ = [*_LAZY, "__version__"]
 
 
 def __getattr__(name: str) -> Any:

@@ -1,0 +1,335 @@
+"""Page 06 — rules of thumb, tested: one card per claim with its verdict, the numbers behind it, a small
+chart, and the inputs to change to see when the verdict flips. Every number comes from
+:mod:`gpucost.claims`, which computes it with the engine that owns the quantity."""
+
+from __future__ import annotations
+
+import html
+import math
+import re
+
+import ipywidgets as w
+import plotly.graph_objects as go
+
+from gpucost import claims
+from gpucost.errors import GpucostError
+from gpucost.ui.shell import Page
+
+VERDICT_COLORS = {"holds": "#1d6b2a", "overstated": "#a40000", "understated": "#1f5fa8", "depends": "#8a5300",
+                  "unsupported": "#666666"}
+CARD_CSS = """
+<style>
+.gc-claim-card {border:1px solid #d5dbe3; border-radius:6px; padding:0.5em 0.8em; margin:0 0 0.9em 0;
+  background:#fcfdff}
+.gc-claim-head {font-size:1.02em; line-height:1.4}
+.gc-badge {display:inline-block; color:#fff; border-radius:4px; padding:0 0.5em; margin-right:0.5em;
+  font-size:0.85em; font-weight:700; text-transform:uppercase; letter-spacing:0.02em}
+.gc-claim-quote {color:#666; font-size:0.85em; margin:0.1em 0 0.3em 0}
+.gc-claim-condition {margin:0.3em 0; line-height:1.4}
+.gc-claim-inputs {display:flex; flex-wrap:wrap; gap:0.2em 0.8em}
+.gc-claim-numbers table {border-collapse:collapse; font-size:0.9em}
+.gc-claim-numbers td {padding:1px 8px; border-bottom:1px solid #eee}
+.gc-claim-numbers td.gc-v {text-align:right; font-variant-numeric:tabular-nums}
+</style>
+"""
+_IN_LAYOUT = w.Layout(width="280px")
+_STYLE = {"description_width": "150px"}
+_SPLIT = re.compile(r"[;\n]+|,(?=\s*[A-Za-z_][\w.]*\s*=)")
+
+
+def parse_settings(text: str) -> dict[str, str]:
+    """``"spot_discount.provider=azure; currency=USD"`` (``;``, newline or ``,`` between settings)."""
+    out: dict[str, str] = {}
+    for part in _SPLIT.split(str(text or "")):
+        if part.strip():
+            k, v = claims.parse_setting(part)
+            out[k] = v
+    return out
+
+
+def _fmt(v, unit: str = "") -> str:
+    if v is None or (isinstance(v, float) and not math.isfinite(v)):
+        return "—"
+    if isinstance(v, bool):
+        return "✓" if v else "✗"
+    if isinstance(v, (int, float)):
+        a = abs(v)
+        s = f"{v:,.0f}" if a >= 100 or (isinstance(v, int)) else (f"{v:.1f}" if a >= 10 else f"{v:.2f}")
+    else:
+        s = str(v)
+    return f"{s} {unit}".strip() if unit else s
+
+
+class RulesOfThumbPage(Page):
+    page_id = "claims"
+
+    def __init__(self, settings: str = "", only: str = "", lang: str = "en", currency: str | None = None,
+                 catalog=None):
+        self._settings = parse_settings(settings)
+        ids = [i.strip() for i in str(only or "").split(",") if i.strip()]
+        for i in ids:
+            claims.get_claim(i)
+        self._ids = ids or claims.claim_ids()
+        self.results_by_id: dict[str, claims.ClaimResult] = {}
+        self.card_errors: dict[str, str] = {}
+        self.cards: dict[str, dict] = {}
+        self.figs: dict[str, object] = {}
+        super().__init__(lang=lang, currency=currency, catalog=catalog)
+
+    # -- build -----------------------------------------------------------------------------------
+    def _initial(self) -> dict[str, dict]:
+        per = claims.split_overrides(self._settings)
+        out = {}
+        for cid in self._ids:
+            vals = claims.default_inputs(cid, self.catalog)
+            vals.update(per[cid])
+            out[cid] = vals
+        return out
+
+    def _widget_for(self, cid: str, spec: claims.InputSpec, value) -> w.Widget:
+        k = spec.kind
+        if k == "bool":
+            wid = w.Checkbox(value=bool(str(value).lower() in ("1", "true", "yes") if isinstance(value, str)
+                                        else value), indent=False, style=_STYLE, layout=_IN_LAYOUT)
+        elif k in ("float", "int"):
+            cls = w.IntText if k == "int" else w.FloatText
+            try:
+                v = int(float(value)) if k == "int" else float(value)
+            except (TypeError, ValueError):
+                v = 0
+            wid = cls(value=v, continuous_update=False, style=_STYLE, layout=_IN_LAYOUT)
+        elif k in ("optfloat", "str"):
+            wid = w.Text(value="" if value is None else str(value), continuous_update=False, style=_STYLE,
+                         layout=_IN_LAYOUT)
+        else:
+            choices = claims.input_choices(spec, self.catalog)
+            if k in ("gpu", "gpu_or_any") and str(value):
+                try:
+                    value = claims.gpu_id(self.catalog, str(value))
+                except GpucostError:
+                    pass
+            val = str(value) if value is not None else ""
+            opts = list(choices)
+            if val not in opts:
+                opts.append(val)  # a value set by the notebook; the engine says what is wrong with it
+            wid = w.Dropdown(options=self._options(spec, opts), value=val, style=_STYLE, layout=_IN_LAYOUT)
+        wid.add_class(f"gc-in-{spec.name.replace('_', '-')}")
+        self.label(wid, f"claims_in_{spec.name}")
+        wid.observe(lambda _ch, cid=cid: self._on_input(cid), names="value")
+        return wid
+
+    def _options(self, spec: claims.InputSpec, values) -> list[tuple[str, str]]:
+        if spec.kind in ("gpu", "gpu_or_any"):
+            g = self.catalog.gpus.set_index("id")
+            names = {i: f"{g.loc[i, 'name']} ({g.loc[i, 'vram_gib']:g} GiB)" for i in g.index}
+            return [(self.t("any") if v == "" else names.get(v, v), v) for v in values]
+        return [(self.t("any") if v == "" else str(v), v) for v in values]
+
+    def build(self) -> None:
+        init = self._initial()
+        self.filter = w.ToggleButtons(options=[("all", "all")] + [(v, v) for v in claims.VERDICTS], value="all",
+                                      style={"button_width": "104px"})
+        self.filter.add_class("gc-claims-filter")
+        self.filter.observe(lambda _: self._apply_filter(), names="value")
+        self.reset = w.Button(icon="undo")
+        self.reset.add_class("gc-claims-reset")
+        self.label(self.reset, "claims_reset")
+        self.reset.on_click(lambda _b: self._reset())
+        self.summary = w.HTML()
+        self.summary.add_class("gc-claims-summary")
+        self.legend = w.HTML()
+        self.inputs.children = [self.help_line("claims_intro"), self.label(w.HTML(), "claims_filter", "value"),
+                                self.filter, self.summary, self.legend, self.reset, *self.shell_inputs()]
+        boxes = [w.HTML(CARD_CSS)]
+        for cid in self._ids:
+            d = claims.get_claim(cid)
+            head, quote, nums, cond, details = (w.HTML() for _ in range(5))
+            head.add_class("gc-claim-header")
+            nums.add_class("gc-claim-numbers")
+            cond.add_class("gc-claim-condition-box")
+            msg = self.message_box()
+            msg.add_class("gc-claim-msg")
+            widgets = {}
+            for spec in d.inputs:
+                if spec.kind == "currency":
+                    continue  # the page's currency drives every claim
+                widgets[spec.name] = self._widget_for(cid, spec, init[cid][spec.name])
+            in_box = w.Box(list(widgets.values()), layout=w.Layout(display="flex", flex_flow="row wrap",
+                                                                    width="100%"))
+            in_box.add_class("gc-claim-inputs")
+            in_title = self.label(w.HTML(), "claims_inputs", "value")
+            chart = self.figure_box("gc-claim-chart")
+            box = w.VBox([head, quote, cond, nums, chart, in_title, in_box, msg, details],
+                         layout=w.Layout(width="100%"))
+            box.add_class("gc-claim-card")
+            box.add_class(f"gc-claim-{cid.replace('_', '-')}")
+            self.cards[cid] = {"box": box, "head": head, "quote": quote, "nums": nums, "cond": cond,
+                               "details": details, "msg": msg, "widgets": widgets, "chart": chart}
+            boxes.append(box)
+        self.results.children = boxes
+
+    def relabel(self) -> None:
+        fv = self.filter.value
+        self.filter.options = [(self.t("claims_all"), "all")] + [(self.t(f"claims_verdict_{v}"), v)
+                                                                 for v in claims.VERDICTS]
+        self.filter.value = fv
+        for cid, card in self.cards.items():
+            specs = {s.name: s for s in claims.get_claim(cid).inputs}
+            for name, wid in card["widgets"].items():
+                if isinstance(wid, w.Dropdown):
+                    val = wid.value
+                    wid.options = self._options(specs[name], [o[1] for o in wid.options])
+                    wid.value = val
+        self.legend.value = "<ul class='gc-help'>" + "".join(
+            f"<li><b style='color:{VERDICT_COLORS[v]}'>{html.escape(self.t(f'claims_verdict_{v}'))}</b>: "
+            f"{html.escape(self.t(f'claims_verdict_{v}_help'))}</li>" for v in claims.VERDICTS) + "</ul>"
+
+    # -- compute -----------------------------------------------------------------------------------
+    def _values(self, cid: str) -> dict:
+        d = claims.get_claim(cid)
+        card = self.cards[cid]
+        vals = {}
+        for spec in d.inputs:
+            if spec.kind == "currency":
+                vals[spec.name] = self.state.currency
+            else:
+                vals[spec.name] = card["widgets"][spec.name].value
+        return vals
+
+    def _compute(self, cid: str) -> None:
+        card = self.cards[cid]
+        try:
+            res = claims.evaluate(cid, self.catalog, **self._values(cid))
+        except GpucostError as exc:
+            self.card_errors[cid] = str(exc)
+            self.show_error(card["msg"], str(exc))
+            raise
+        self.card_errors.pop(cid, None)
+        self.show_error(card["msg"], None)
+        self.results_by_id[cid] = res
+        self._draw(cid, res)
+
+    def refresh(self) -> None:
+        first = None
+        for cid in self._ids:
+            try:
+                self._compute(cid)
+            except GpucostError as exc:
+                first = first or exc
+        self._summarize()
+        if first is not None:
+            raise first
+
+    def _on_input(self, cid: str) -> None:
+        try:
+            self._compute(cid)
+        except GpucostError:
+            pass
+        self._summarize()
+        if self.card_errors:
+            self.error = next(iter(self.card_errors.values()))
+            self.status.value = (f'<span class="gc-msg-error">'
+                                 f'{html.escape(self.t("error_input", error=self.error))}</span>')
+        else:
+            self.error = None
+            self.status.value = ""
+
+    def _reset(self) -> None:
+        self._settings = {}
+        init = self._initial()
+        for cid, card in self.cards.items():
+            for name, wid in card["widgets"].items():
+                v = init[cid][name]
+                if isinstance(wid, w.Text):
+                    v = "" if v is None else str(v)
+                with wid.hold_trait_notifications():
+                    wid.value = v
+        self.safe_refresh()
+
+    def _summarize(self) -> None:
+        counts = {v: 0 for v in claims.VERDICTS}
+        for cid in self._ids:
+            r = self.results_by_id.get(cid)
+            if r is not None:
+                counts[r.verdict] += 1
+        self.summary.value = "<p>" + html.escape(self.t("claims_summary", n=len(self._ids), **counts)) + "</p>"
+        self._apply_filter()
+
+    def _apply_filter(self) -> None:
+        want = self.filter.value
+        for cid, card in self.cards.items():
+            r = self.results_by_id.get(cid)
+            show = want == "all" or (r is not None and r.verdict == want)
+            card["box"].layout.display = None if show else "none"
+
+    # -- draw ------------------------------------------------------------------------------------
+    def _draw(self, cid: str, r: claims.ClaimResult) -> None:
+        zh = self.state.lang == "zh"
+        card = self.cards[cid]
+        color = VERDICT_COLORS[r.verdict]
+        card["head"].value = (f'<div class="gc-claim-head"><span class="gc-badge gc-verdict-{r.verdict}" '
+                              f'style="background:{color}">{html.escape(self.t(f"claims_verdict_{r.verdict}"))}'
+                              f'</span><b>{html.escape(r.claim_zh if zh else r.claim)}</b></div>')
+        card["quote"].value = (f'<div class="gc-claim-quote">{html.escape(self.t("claims_quote"))} '
+                               f'「{html.escape(r.quote_zh)}」</div>')
+        card["cond"].value = (f'<p class="gc-claim-condition">{html.escape(r.condition_zh if zh else r.condition)}'
+                              "</p>")
+        rows = "".join(f"<tr><td>{html.escape(n['label_zh'] if zh else n['label'])}</td>"
+                       f"<td class='gc-v'>{html.escape(_fmt(n['value'], n['unit']))}</td></tr>" for n in r.numbers)
+        card["nums"].value = f"<table>{rows}</table>"
+        src = "".join(f"<li>{html.escape(s)}</li>" for s in r.sources)
+        eng = ", ".join(html.escape(e) for e in r.engines)
+        card["details"].value = (f"<details><summary>{html.escape(self.t('claims_details'))}</summary>"
+                                 f"<p class='gc-help'>{html.escape(self.t('claims_engines'))}: {eng}</p>"
+                                 f"<ul class='gc-help'>{src}</ul></details>")
+        if r.chart:
+            self.figs[cid] = self.show_figure(card["chart"], self._figure(r.chart, zh))
+        else:
+            card["chart"].children = []
+            self.figs.pop(cid, None)
+
+    @staticmethod
+    def _figure(ch: dict, zh: bool) -> go.Figure:
+        x = ch.get("x_zh") if zh and ch.get("x_zh") else ch.get("x", [])
+        # template "none" with a light grid: a full template is deep-copied per figure (~50 ms each, and a
+        # page of 16 small charts is rebuilt on every language or currency change)
+        axis = dict(showgrid=True, gridcolor="#e8e8e8", zerolinecolor="#bbbbbb", linecolor="#999999")
+        fig = go.Figure(layout=dict(
+            height=240, margin=dict(l=55, r=15, t=10, b=40), template="none", paper_bgcolor="white",
+            plot_bgcolor="white", font=dict(size=11), showlegend=ch["kind"] == "stack",
+            legend=dict(orientation="h", y=-0.25),
+            xaxis=dict(axis, title=(ch.get("x_title_zh") if zh else ch.get("x_title")) or None,
+                       type="category" if ch["kind"] != "line" else None),
+            yaxis=dict(axis, title=(ch.get("y_title_zh") if zh else ch.get("y_title")) or None)))
+        if ch["kind"] == "bar":
+            fig.add_bar(x=x, y=ch["y"], marker_color="#3b6ea8", hovertemplate="%{x}: %{y:,.3g}<extra></extra>")
+        elif ch["kind"] == "stack":
+            fig.update_layout(barmode="stack")
+            for s in ch["series"]:
+                fig.add_bar(x=x, y=s["y"], name=(s.get("name_zh") if zh and s.get("name_zh") else s["name"]))
+        elif ch["kind"] == "line":
+            fig.add_scatter(x=ch["x"], y=ch["y"], mode="lines", line=dict(color="#3b6ea8"), showlegend=False)
+            if ch.get("marker"):
+                fig.add_scatter(x=[ch["marker"][0]], y=[ch["marker"][1]], mode="markers",
+                                marker=dict(size=11, color="#d62728"), showlegend=False)
+        if ch.get("ref") is not None:
+            fig.add_hline(y=ch["ref"], line_dash="dot", line_color="#d62728",
+                          annotation_text=ch.get("ref_label", ""), annotation_position="top left")
+        if ch.get("band"):
+            lo, hi = ch["band"]
+            fig.add_hrect(y0=lo, y1=hi, fillcolor="#1d6b2a", opacity=0.12, line_width=0)
+        return fig
+
+    # -- record ------------------------------------------------------------------------------------
+    def results_record(self) -> dict:
+        rec = super().results_record()
+        rec.update({
+            "ids": list(self._ids),
+            "verdicts": {cid: r.verdict for cid, r in self.results_by_id.items()},
+            "claims": [r.to_dict() for r in self.results_by_id.values()],
+            "card_errors": dict(self.card_errors),
+            "charts": {cid: len(f.data) for cid, f in self.figs.items()},
+            "shown": [cid for cid, c in self.cards.items() if c["box"].layout.display != "none"],
+            "summary": self.summary.value,
+        })
+        return rec
