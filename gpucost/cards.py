@@ -168,18 +168,24 @@ def weights_gib(params_b: float, bits_per_weight: float) -> float:
     return params_b * 1e9 * bits_per_weight / 8 / 2**30
 
 
+_REF_CACHE: dict[tuple[int, int], float | None] = {}
+
+
 def reference_70b_4bit_gib(catalog: Catalog) -> float | None:
     """Weights of the reference 70B model at the reference 4-bit format, from models/quant tables."""
     try:
-        models = catalog.table("models").set_index("id")
-        quants = catalog.table("quant_formats").set_index("id")
-        return weights_gib(float(models.loc[REFERENCE_70B_MODEL, "params_total_b"]),
-                           float(quants.loc[REFERENCE_4BIT_FORMAT, "bits_per_weight"]))
-    except (KeyError, GpucostError):
+        models, quants = catalog.table("models"), catalog.table("quant_formats")
+    except GpucostError:
         return None
+    key = (id(models), id(quants))
+    if key not in _REF_CACHE:
+        m = models[models["id"] == REFERENCE_70B_MODEL]["params_total_b"]
+        q = quants[quants["id"] == REFERENCE_4BIT_FORMAT]["bits_per_weight"]
+        _REF_CACHE[key] = weights_gib(float(m.iloc[0]), float(q.iloc[0])) if len(m) and len(q) else None
+    return _REF_CACHE[key]
 
 
-def card_warnings(row: pd.Series, need: Need, big_model_gib: float | None) -> tuple[str, ...]:
+def card_warnings(row, need: Need, big_model_gib: float | None) -> tuple[str, ...]:
     """Warnings that matter when choosing this card."""
     w: list[str] = []
     nvlink = row.get("nvlink_gbps")
@@ -235,49 +241,63 @@ def rank_cards(need: Need, catalog: Catalog | None = None, *, table: pd.DataFram
     price_col = {"new": "price_new", "used": "price_used", "cloud": "cloud_hourly"}[need.price_basis]
     scale = 1.0 if need.price_basis == "cloud" else 1000.0
 
-    reasons = pd.Series("", index=t.index)
+    n = len(t)
+    reasons = np.array([""] * n, dtype=object)
 
     def exclude(mask, why) -> None:
-        nonlocal reasons
-        reasons = reasons.where(~(mask & (reasons == "")), why)
+        mask = np.asarray(mask, dtype=bool) & (reasons == "")
+        reasons[mask] = why
 
+    vendor = t["vendor"].to_numpy()
     if need.vendors:
-        exclude(~t["vendor"].str.lower().isin([v.lower() for v in need.vendors]), "vendor not selected")
+        exclude(~np.isin(np.char.lower(vendor.astype(str)), [v.lower() for v in need.vendors]),
+                "vendor not selected")
     if need.segments:
-        exclude(~t["segment"].isin(need.segments), "segment not selected")
-    exclude(t["vram_gib"] < need.min_vram_gib, f"less than {need.min_vram_gib:g} GiB of memory")
-    exclude(t[perf_col].isna(), f"no dense {need.precision.upper()} figure (unsupported)")
-    exclude(t[price_col].isna(), f"no {need.price_basis} price in the catalog")
+        exclude(~np.isin(t["segment"].to_numpy(), list(need.segments)), "segment not selected")
+    vram = t["vram_gib"].to_numpy(float)
+    perf_all = t[perf_col].to_numpy(float)
+    price_all = t[price_col].to_numpy(float)
+    exclude(vram < need.min_vram_gib, f"less than {need.min_vram_gib:g} GiB of memory")
+    exclude(np.isnan(perf_all), f"no dense {need.precision.upper()} figure (unsupported)")
+    exclude(np.isnan(price_all), f"no {need.price_basis} price in the catalog")
     if need.budget is not None:
-        exclude(t[price_col] > need.budget, f"over the budget of {need.budget:g} {need.currency}")
+        exclude(price_all > need.budget, f"over the budget of {need.budget:g} {need.currency}")
 
-    keep = t[reasons == ""].copy()
-    price = keep[price_col].to_numpy(float)
-    perf = keep[perf_col].to_numpy(float)
-    keep["price"] = price
-    keep["throughput"] = perf
-    keep["tflops_per_1k"] = perf / price * scale
-    keep["gbps_per_1k"] = keep["mem_bandwidth_gbps"] / price * scale
-    keep["vram_per_1k"] = keep["vram_gib"] / price * scale
-    keep["tflops_per_watt"] = perf / keep["tdp_w"]
-    keep["on_frontier"] = pareto_frontier(price, perf)
+    idx = np.flatnonzero(reasons == "")
+    price, perf = price_all[idx], perf_all[idx]
+    bw = t["mem_bandwidth_gbps"].to_numpy(float)[idx]
+    tdp = t["tdp_w"].to_numpy(float)[idx]
+    metrics = {
+        "price": price, "throughput": perf, "tflops_per_1k": perf / price * scale,
+        "gbps_per_1k": bw / price * scale, "vram_per_1k": vram[idx] / price * scale,
+        "tflops_per_watt": perf / tdp,
+    }
+    frontier = pareto_frontier(price, perf)
     ascending = sort_by in ("price", "price_new", "price_used", "cloud_hourly", "tdp_w", "name")
-    keep = keep.sort_values([sort_by, "id"], ascending=[ascending, True], na_position="last")
+    key = metrics[sort_by] if sort_by in metrics else t[sort_by].to_numpy()[idx]
+    ids = t["id"].to_numpy()[idx]
+    if key.dtype.kind == "f":
+        k = np.where(np.isnan(key), np.inf, key if ascending else -key)
+        order = np.lexsort((ids, k))
+    else:
+        order = sorted(range(len(idx)), key=lambda j: (str(key[j]), ids[j]), reverse=not ascending)
 
     big = reference_70b_4bit_gib(catalog) if catalog is not None else None
     src_col = {"new": "price_new_source", "used": "price_used_source", "cloud": "cloud_source"}[
         need.price_basis]
     asof_col = {"new": "price_new_as_of", "used": "price_used_as_of", "cloud": "cloud_as_of"}[
         need.price_basis]
+    records = t.iloc[idx].to_dict(orient="records")
     cards = []
-    for rank, (_, r) in enumerate(keep.iterrows(), start=1):
+    for rank, j in enumerate(order, start=1):
+        r = records[j]
         cards.append(CardScore(
             rank=rank, id=r["id"], name=r["name"], vendor=r["vendor"], segment=r["segment"],
             vram_gib=float(r["vram_gib"]), mem_bandwidth_gbps=float(r["mem_bandwidth_gbps"]),
-            throughput=float(r["throughput"]), price=float(r["price"]), currency=need.currency.upper(),
-            price_basis=need.price_basis, tflops_per_1k=float(r["tflops_per_1k"]),
-            gbps_per_1k=float(r["gbps_per_1k"]), vram_per_1k=float(r["vram_per_1k"]),
-            tflops_per_watt=float(r["tflops_per_watt"]), on_frontier=bool(r["on_frontier"]),
+            throughput=float(perf[j]), price=float(price[j]), currency=need.currency.upper(),
+            price_basis=need.price_basis, tflops_per_1k=float(metrics["tflops_per_1k"][j]),
+            gbps_per_1k=float(metrics["gbps_per_1k"][j]), vram_per_1k=float(metrics["vram_per_1k"][j]),
+            tflops_per_watt=float(metrics["tflops_per_watt"][j]), on_frontier=bool(frontier[j]),
             price_source=str(r[src_col]), price_as_of=str(r[asof_col]),
             warnings=card_warnings(r, need, big)))
     excluded = tuple((str(i), str(why)) for i, why in zip(t["id"], reasons, strict=True) if why)
