@@ -311,15 +311,15 @@ class QuantFitPage(Page):
             except GpucostError:
                 continue
         xs = [t("fit_bar_x", n=n) for n in bars]
-        with self.fig.batch_update():
-            self.fig.data = []
+        with self.redraw("fig") as fig_:
+            fig_.data = []
             for comp in COMPONENTS:
-                self.fig.add_bar(x=xs, y=[getattr(b, comp) for b in bars.values()], name=t(f"fit_comp_{comp}"),
+                fig_.add_bar(x=xs, y=[getattr(b, comp) for b in bars.values()], name=t(f"fit_comp_{comp}"),
                                  marker_color=COLORS[comp])
-            self.fig.add_scatter(x=xs, y=[card.usable_gib] * len(xs), mode="lines", name=t("fit_usable", card=card.name),
+            fig_.add_scatter(x=xs, y=[card.usable_gib] * len(xs), mode="lines", name=t("fit_usable", card=card.name),
                                  line=dict(color="#d62728", dash="dash"))
-            self.fig.layout.title = t("fit_chart_title", model=spec.id, quant=fmt.id)
-            self.fig.layout.yaxis.title = t("fit_axis_gib")
+            fig_.layout.title = t("fit_chart_title", model=spec.id, quant=fmt.id)
+            fig_.layout.yaxis.title = t("fit_axis_gib")
         self._draw_matrix(spec)
         self._draw_speed(s)
         self._draw_quality()

@@ -356,10 +356,10 @@ class ScenarioTcoPage(Page):
         months = list(range(1, r.horizon_months + 1))
         od = next((o for o in r.options if o.id == "on-demand"), None)
         n_markers = 0
-        with self.fig.batch_update():
-            self.fig.data = []
+        with self.redraw("fig") as fig_:
+            fig_.data = []
             for o in r.options:
-                self.fig.add_scatter(x=months, y=list(o.cumulative_cost), mode="lines", name=names[o.id],
+                fig_.add_scatter(x=months, y=list(o.cumulative_cost), mode="lines", name=names[o.id],
                                      line=dict(color=COLORS[o.id], width=3 if o.id == best.id else 1.6))
             if od is not None:
                 xs, ys, txt = [], [], []
@@ -369,11 +369,11 @@ class ScenarioTcoPage(Page):
                         ys.append(o.cumulative_cost[o.break_even_month - 1])
                         txt.append(self.t("tco_marker", name=names[o.id], month=o.break_even_month))
                 n_markers = len(xs)
-                self.fig.add_scatter(x=xs, y=ys, mode="markers", name=self.t("tco_break_even"), hovertext=txt,
+                fig_.add_scatter(x=xs, y=ys, mode="markers", name=self.t("tco_break_even"), hovertext=txt,
                                      hoverinfo="text", marker=dict(symbol="diamond", size=11, color="#111"))
-            self.fig.layout.title = self.t("tco_chart_title")
-            self.fig.layout.xaxis.title = self.t("tco_axis_month")
-            self.fig.layout.yaxis.title = self.t("tco_axis_cost", cur=cur)
+            fig_.layout.title = self.t("tco_chart_title")
+            fig_.layout.xaxis.title = self.t("tco_axis_month")
+            fig_.layout.yaxis.title = self.t("tco_axis_cost", cur=cur)
         self._markers = n_markers
         heads = ["tco_col_option", "tco_col_kind", "tco_col_total", "tco_col_per_hour", "tco_col_break_even",
                  "tco_col_runs", "tco_col_tokens", "tco_col_offer"]
@@ -445,14 +445,14 @@ class ScenarioTcoPage(Page):
         base = tr.base_totals[oid]
         bars = list(reversed(tr.ranked(oid)))
         labels = [self._tornado_label(b) for b in bars]
-        with self.tornado_fig.batch_update():
-            self.tornado_fig.data = []
-            self.tornado_fig.add_bar(y=labels, x=[b.low_totals[oid] - base for b in bars], base=base,
+        with self.redraw("tornado_fig") as fig_:
+            fig_.data = []
+            fig_.add_bar(y=labels, x=[b.low_totals[oid] - base for b in bars], base=base,
                                      orientation="h", name=self.t("tco_tornado_low"), marker_color="#4c78a8")
-            self.tornado_fig.add_bar(y=labels, x=[b.high_totals[oid] - base for b in bars], base=base,
+            fig_.add_bar(y=labels, x=[b.high_totals[oid] - base for b in bars], base=base,
                                      orientation="h", name=self.t("tco_tornado_high"), marker_color="#f58518")
-            self.tornado_fig.layout.title = self.t("tco_tornado_title")
-            self.tornado_fig.layout.xaxis.title = self.t("tco_axis_total", cur=tr.currency)
+            fig_.layout.title = self.t("tco_tornado_title")
+            fig_.layout.xaxis.title = self.t("tco_axis_total", cur=tr.currency)
 
     def _tornado_label(self, b: tco.TornadoBar) -> str:
         name = self.t(f"tco_in_{b.input}")
@@ -463,16 +463,16 @@ class ScenarioTcoPage(Page):
     def _draw_mc(self, names: dict[str, str]) -> None:
         mc = self.mc_result
         cur = self.result.currency
-        with self.mc_fig.batch_update():
-            self.mc_fig.data = []
+        with self.redraw("mc_fig") as fig_:
+            fig_.data = []
             if mc is not None:
                 for oid, (edges, counts) in mc.histogram.items():
                     centers = [(a + b) / 2 for a, b in zip(edges[:-1], edges[1:], strict=True)]
-                    self.mc_fig.add_bar(x=centers, y=list(counts), name=names.get(oid, oid), opacity=0.55,
+                    fig_.add_bar(x=centers, y=list(counts), name=names.get(oid, oid), opacity=0.55,
                                         marker_color=COLORS.get(oid))
-            self.mc_fig.layout.title = self.t("tco_mc_title", n=mc.draws if mc else 0)
-            self.mc_fig.layout.xaxis.title = self.t("tco_axis_total", cur=cur)
-            self.mc_fig.layout.yaxis.title = self.t("tco_axis_draws")
+            fig_.layout.title = self.t("tco_mc_title", n=mc.draws if mc else 0)
+            fig_.layout.xaxis.title = self.t("tco_axis_total", cur=cur)
+            fig_.layout.yaxis.title = self.t("tco_axis_draws")
         if mc is None:
             self.mc_table.value = f"<p class='gc-help'>{html.escape(self.t('tco_mc_off'))}</p>"
             return

@@ -237,15 +237,15 @@ class SharingScalingPage(Page):
             after=f"{r.utilization_shared_pct:.0f}")) + "</p>" + "".join(
             f"<p class='gc-warn'>{html.escape(x)}</p>" for x in r.warnings) + "<ul class='gc-help'>" + "".join(
             f"<li>{html.escape(x)}</li>" for x in r.notes) + "</ul>"
-        with self.share_fig.batch_update():
-            self.share_fig.data = []
+        with self.redraw("share_fig") as fig_:
+            fig_.data = []
             for p in r.placements:
-                self.share_fig.add_bar(x=[f"#{p.card}"], y=[p.mem_gib], name=p.name,
+                fig_.add_bar(x=[f"#{p.card}"], y=[p.mem_gib], name=p.name,
                                        text=[p.profile or p.name], hovertext=[f"{p.name}: {p.mem_gib:g} GiB, "
                                                                               f"{p.util_pct:g} %"])
-            self.share_fig.layout.title = self.t("plan_share_chart", vram=f"{r.vram_gib:g}")
-            self.share_fig.layout.yaxis.title = "GiB"
-            self.share_fig.layout.shapes = [dict(type="line", xref="paper", x0=0, x1=1, y0=r.vram_gib, y1=r.vram_gib,
+            fig_.layout.title = self.t("plan_share_chart", vram=f"{r.vram_gib:g}")
+            fig_.layout.yaxis.title = "GiB"
+            fig_.layout.shapes = [dict(type="line", xref="paper", x0=0, x1=1, y0=r.vram_gib, y1=r.vram_gib,
                                                  line=dict(color="#d62728", dash="dot"))]
         heads = ("plan_col_workload", "plan_col_card", "plan_col_mem", "plan_col_util", "plan_col_latency",
                  "plan_col_profile")
@@ -295,13 +295,13 @@ class SharingScalingPage(Page):
         self.train_summary.value += "<ul class='gc-help'>" + "".join(
             f"<li>{html.escape(x)}</li>" for x in (*r.notes, *r.engines)) + "</ul>"
         fits = [o for o in r.options if o.min_gpus is not None]
-        with self.train_fig.batch_update():
-            self.train_fig.data = []
-            self.train_fig.add_bar(x=[o.strategy for o in fits], y=[o.min_gpus for o in fits],
+        with self.redraw("train_fig") as fig_:
+            fig_.data = []
+            fig_.add_bar(x=[o.strategy for o in fits], y=[o.min_gpus for o in fits],
                                    marker=dict(color=["#d62728" if c and o.strategy == c.strategy else "#1f77b4"
                                                       for o in fits]))
-            self.train_fig.layout.title = self.t("plan_train_chart")
-            self.train_fig.layout.yaxis.title = self.t("plan_col_gpus")
+            fig_.layout.title = self.t("plan_train_chart")
+            fig_.layout.yaxis.title = self.t("plan_col_gpus")
         heads = ("plan_col_strategy", "plan_col_gpus", "plan_col_gib", "plan_col_tps", "plan_col_hours",
                  "plan_col_cost")
 
@@ -367,31 +367,31 @@ class SharingScalingPage(Page):
             f"<td>{p.interruptions}</td></tr>" for p in (res, *r.others))
         self.scale_table.value = ("<table><thead><tr>" + "".join(f"<th>{html.escape(self.t(h))}</th>" for h in heads)
                                   + f"</tr></thead><tbody>{rows}</tbody></table>")
-        with self.scale_fig.batch_update():
-            self.scale_fig.data = []
+        with self.redraw("scale_fig") as fig_:
+            fig_.data = []
             times, levels = plan.demand_profile(tr)
-            self.scale_fig.add_scatter(x=list(times[:-1]), y=list(levels), mode="lines", line_shape="hv",
+            fig_.add_scatter(x=list(times[:-1]), y=list(levels), mode="lines", line_shape="hv",
                                        name=self.t("plan_demand"), line=dict(color="#999"))
             for p in (res, *r.others):
                 if p.policy == "fixed":
-                    self.scale_fig.add_scatter(x=[0, p.makespan_hours], y=[p.gpus_max, p.gpus_max], mode="lines",
+                    fig_.add_scatter(x=[0, p.makespan_hours], y=[p.gpus_max, p.gpus_max], mode="lines",
                                                name=p.policy, line=dict(dash="dot"))
                 elif p.fleet_times:
-                    self.scale_fig.add_scatter(x=list(p.fleet_times), y=list(p.fleet_sizes), mode="lines",
+                    fig_.add_scatter(x=list(p.fleet_times), y=list(p.fleet_sizes), mode="lines",
                                                line_shape="hv", name=p.policy)
-            self.scale_fig.layout.title = self.t("plan_scale_chart")
-            self.scale_fig.layout.xaxis.title = self.t("plan_hours")
-            self.scale_fig.layout.yaxis.title = self.t("plan_col_gpus")
-        with self.commit_fig.batch_update():
-            self.commit_fig.data = []
+            fig_.layout.title = self.t("plan_scale_chart")
+            fig_.layout.xaxis.title = self.t("plan_hours")
+            fig_.layout.yaxis.title = self.t("plan_col_gpus")
+        with self.redraw("commit_fig") as fig_:
+            fig_.data = []
             if com:
                 full = plan.commitment_level(tr, com.discount, price_per_gpu_hour=r.price_per_gpu_hour)
-                self.commit_fig.add_scatter(x=list(full.levels), y=list(full.costs), mode="lines+markers",
+                fig_.add_scatter(x=list(full.levels), y=list(full.costs), mode="lines+markers",
                                             name=self.t("plan_commit_curve"))
-                self.commit_fig.add_scatter(x=[com.level_gpus], y=[com.cost], mode="markers",
+                fig_.add_scatter(x=[com.level_gpus], y=[com.cost], mode="markers",
                                             marker=dict(size=12, color="#d62728"), name=self.t("plan_commit_best"))
-            self.commit_fig.layout.title = self.t("plan_commit_chart", cur=r.currency)
-            self.commit_fig.layout.xaxis.title = self.t("plan_commit_level")
+            fig_.layout.title = self.t("plan_commit_chart", cur=r.currency)
+            fig_.layout.xaxis.title = self.t("plan_commit_level")
 
     # -- record ------------------------------------------------------------------------------------
     def results_record(self) -> dict:

@@ -9,6 +9,7 @@ widget instances and the traitlets of :class:`AppState`.
 from __future__ import annotations
 
 import html
+from contextlib import contextmanager
 from datetime import date, timedelta
 
 import ipywidgets as w
@@ -251,7 +252,38 @@ class Page:
     def display(self) -> None:
         root = self.widget()
         self._fresh_figures(root)
+        self._root = root
         display(root)
+
+    @contextmanager
+    def redraw(self, attr: str):
+        """Redraw the chart in attribute ``attr``: yields an empty ``go.Figure`` with the chart's layout;
+        on exit a new FigureWidget built from it replaces the old one in its container.
+
+        Patching a FigureWidget that Voila shows does not always reach the browser, while a FigureWidget
+        constructed with its data always renders, so every chart is rebuilt, never patched.
+        """
+        import plotly.graph_objects as go
+
+        old = getattr(self, attr)
+        fig = go.Figure(layout=old.layout)
+        yield fig
+        new = go.FigureWidget(fig)
+        new._dom_classes = tuple(old._dom_classes)
+        setattr(self, attr, new)
+        self._swap(old, new)
+
+    def _swap(self, old: w.Widget, new: w.Widget) -> None:
+        roots = [getattr(self, "_root", None) or w.VBox([self.header, self.status, self.inputs, self.results])]
+        stack = list(roots)
+        while stack:
+            node = stack.pop()
+            kids = getattr(node, "children", None)
+            if kids is None:
+                continue
+            if any(k is old for k in kids):
+                node.children = tuple(new if k is old else k for k in kids)
+            stack.extend(node.children)
 
     def _fresh_figures(self, root: w.Widget) -> None:
         """Replace every FigureWidget of the page by a copy built from its current data and layout.
@@ -266,6 +298,7 @@ class Page:
         for name, val in list(vars(self).items()):
             if isinstance(val, go.FigureWidget):
                 new = go.FigureWidget(val.to_dict())
+                new._dom_classes = tuple(val._dom_classes)
                 swaps[id(val)] = new
                 setattr(self, name, new)
         if not swaps:
