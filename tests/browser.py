@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import signal
 import socket
@@ -60,6 +61,17 @@ class VoilaServer:
                 time.sleep(0.5)
         self.stop()
         raise RuntimeError("voila did not start within 90 s")
+
+    def wait_preheated(self, count: int, timeout_s: float = 240) -> None:
+        """Wait until Voila says the kernel pools of ``count`` notebooks are filled (first paint is then
+        what a user of a running server gets)."""
+        deadline = time.time() + timeout_s
+        while time.time() < deadline:
+            self.log.flush()
+            text = Path(self.log.name).read_text(errors="replace")
+            if len(set(re.findall(r"Kernel pool of (\S+) is filled", text))) >= count:
+                return
+            time.sleep(0.5)
 
     def page(self, notebook: str, query: str = "") -> str:
         return f"{self.url}/voila/render/{notebook}{query}"

@@ -71,3 +71,44 @@ def run_notebook(name: str, parameters: dict, tmp_path: Path) -> dict:
     assert records, f"{name} displayed no {RECORD_MIME} record"
     rec = records[-1]
     return json.loads(rec) if isinstance(rec, str) else rec
+
+
+# ------------------------------------------------------------------------------------------------
+# Real-browser fixtures: one Voila server and one headless Chromium for the whole run, both stopped
+# at the end (nothing is left running after the suite).
+# ------------------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="session")
+def voila_server():
+    from .browser import VoilaServer, chromium_path
+
+    if chromium_path() is None:
+        if os.environ.get("CI"):
+            pytest.fail("chromium is not installed (.ci/run installs Debian's chromium)")
+        pytest.skip("Debian's chromium is not installed (apt-get install chromium)")
+    srv = VoilaServer(pool_size=1)
+    srv.wait_preheated(len(list(NOTEBOOKS.glob("*.ipynb"))))
+    yield srv
+    srv.stop()
+
+
+@pytest.fixture(scope="session")
+def chromium_browser(voila_server):
+    from playwright.sync_api import sync_playwright
+
+    from .browser import CHROMIUM_ARGS, chromium_path
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
+        yield b
+        b.close()
+
+
+@pytest.fixture
+def browser_page(chromium_browser):
+    ctx = chromium_browser.new_context(viewport={"width": 1400, "height": 1000})
+    pg = ctx.new_page()
+    pg.set_default_navigation_timeout(180000)
+    pg.set_default_timeout(120000)
+    yield pg
+    ctx.close()

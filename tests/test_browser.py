@@ -3,11 +3,9 @@ checks that numbers and charts change and that no traceback appears. Screenshots
 
 from __future__ import annotations
 
-import os
-
 import pytest
 
-from .browser import ARTIFACTS, CHROMIUM_ARGS, VoilaServer, assert_no_traceback, chromium_path, wait_ready
+from .browser import ARTIFACTS, assert_no_traceback, wait_ready
 from .conftest import NOTEBOOKS
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(600)]
@@ -15,33 +13,14 @@ pytestmark = [pytest.mark.browser, pytest.mark.timeout(600)]
 PAGES = sorted(p.name for p in NOTEBOOKS.glob("*.ipynb"))
 
 
-@pytest.fixture(scope="module")
-def server():
-    if chromium_path() is None:
-        if os.environ.get("CI"):
-            pytest.fail("chromium is not installed (.ci/run installs Debian's chromium)")
-        pytest.skip("Debian's chromium is not installed (apt-get install chromium)")
-    srv = VoilaServer(pool_size=1)
-    yield srv
-    srv.stop()
-
-
-@pytest.fixture(scope="module")
-def browser():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
-        yield b
-        b.close()
+@pytest.fixture
+def server(voila_server):
+    return voila_server
 
 
 @pytest.fixture
-def page(browser):
-    ctx = browser.new_context(viewport={"width": 1400, "height": 1000})
-    pg = ctx.new_page()
-    yield pg
-    ctx.close()
+def page(browser_page):
+    return browser_page
 
 
 def shot(page, name: str) -> None:
@@ -154,3 +133,35 @@ def test_public_serving_hides_data_source_and_tracebacks(server):
         assert code in (403, 404), f"{path} served with {code}"
     html = urllib.request.urlopen(server.page("01_card_choice.ipynb"), timeout=120).read().decode()  # noqa: S310
     assert "CardChoicePage(" not in html, "notebook source must be stripped from the page"
+
+
+# page → (dropdown to change, result whose text must change, a text input and a bad value for it)
+INTERACT = {
+    "02_quantization_fit.ipynb": (".gc-fit-model", ".gc-fit-summary", ".gc-fit-context input", "lots"),
+    "03_scenario_tco.ipynb": (".gc-tco-scenario", ".gc-summary", ".gc-tco-pue input", "0.2"),
+    "05_sharing_and_scaling.ipynb": (".gc-plan-share-gpu", ".gc-plan-share-summary", ".gc-plan-workloads textarea",
+                                     "twelve gigs please", "A100 40GB"),  # a MIG card for the MIG plan
+}
+CHARTS = "() => [...document.querySelectorAll('.gc-results .main-svg')].map(s => s.innerHTML).join('|')"
+
+
+@pytest.mark.parametrize("nb", [n for n in INTERACT if n in PAGES])
+def test_page_reacts_to_a_dropdown_and_shows_a_bad_value_next_to_the_input(server, page, nb):
+    dropdown, result, text_input, bad_value, *prefer = INTERACT[nb]
+    page.set_default_timeout(120000)
+    page.goto(server.page(nb))
+    wait_ready(page)
+    page.wait_for_selector(".gc-results .main-svg")
+    before, charts = page.inner_text(result), page.evaluate(CHARTS)
+    options = page.eval_on_selector(f"{dropdown} select", "s => [...s.options].map(o => o.textContent)")
+    current = page.eval_on_selector(f"{dropdown} select", "s => s.options[s.selectedIndex].textContent")
+    other = next(o for o in reversed(options) if o != current and (not prefer or prefer[0] in o.replace("\xa0", " ")))
+    page.select_option(f"{dropdown} select", label=other)
+    page.wait_for_function(f"() => document.querySelector('{result}').innerText != {before!r}")
+    page.wait_for_function(f"() => ({CHARTS})() != {charts!r}")
+    assert_no_traceback(page)
+    page.fill(text_input, bad_value)
+    page.press(text_input, "Tab") if "textarea" in text_input else page.press(text_input, "Enter")
+    page.wait_for_selector(".gc-inputs .gc-msg-error, .gc-status .gc-msg-error")
+    assert_no_traceback(page)
+    shot(page, nb.replace(".ipynb", "-bad-value"))

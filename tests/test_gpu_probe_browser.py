@@ -4,36 +4,22 @@ measured utilization is handed to page 03. Screenshots go to test-artifacts/."""
 
 from __future__ import annotations
 
-import os
-
 import pytest
 
-from .browser import ARTIFACTS, CHROMIUM_ARGS, VoilaServer, assert_no_traceback, chromium_path, wait_ready
+from .browser import ARTIFACTS, assert_no_traceback, wait_ready
 from .test_probe import has_real_gpu
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(600)]
 
 
-@pytest.fixture(scope="module")
-def server():
-    if chromium_path() is None:
-        if os.environ.get("CI"):
-            pytest.fail("chromium is not installed (.ci/run installs Debian's chromium)")
-        pytest.skip("Debian's chromium is not installed (apt-get install chromium)")
-    srv = VoilaServer(pool_size=1)
-    yield srv
-    srv.stop()
+@pytest.fixture
+def server(voila_server):
+    return voila_server
 
 
 @pytest.fixture
-def page(server):
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
-        ctx = b.new_context(viewport={"width": 1400, "height": 1100})
-        yield ctx.new_page()
-        b.close()
+def page(browser_page):
+    return browser_page
 
 
 def test_probe_page_no_gpu_message_then_a_live_demo(server, page):
