@@ -139,7 +139,7 @@ def test_public_serving_hides_data_source_and_tracebacks(server):
 INTERACT = {
     "02_quantization_fit.ipynb": (".gc-fit-model", ".gc-fit-summary", ".gc-fit-context input", "lots"),
     "03_scenario_tco.ipynb": (".gc-tco-scenario", ".gc-summary", ".gc-tco-pue input", "0.2"),
-    "05_sharing_and_scaling.ipynb": (".gc-plan-share-gpu", ".gc-plan-share-summary", ".gc-plan-workloads textarea",
+    "05_sharing_and_scaling.ipynb": (".gc-plan-share-gpu", ".gc-results", ".gc-plan-workloads textarea",
                                      "twelve gigs please", "A100 40GB"),  # a MIG card for the MIG plan
 }
 CHARTS = "() => [...document.querySelectorAll('.gc-results .main-svg')].map(s => s.innerHTML).join('|')"
