@@ -855,17 +855,8 @@ def _c_zero3(cat: Catalog, params_b: float, num_layers: int, gpu: str, seq_len: 
         n, _ = plan.min_gpus_for(setup, by[name], plan.zero_memory, 4096)
         counts[name] = n
     # without ZeRO-3: tensor x pipeline parallel with ZeRO-1 over the rest (Megatron-style)
-    best = None
-    for tp in (2, 4, 8):
-        if setup.num_heads % tp:
-            continue
-        for pp in (1, 2, 4, 8, 16, 32):
-            if pp > setup.num_layers:
-                break
-            st = plan.Strategy(f"tp{tp}" + (f"+pp{pp}" if pp > 1 else "") + "+zero1", 1, "none", tp, pp)
-            n, _ = plan.min_gpus_for(setup, st, plan.zero_memory, 4096)
-            if n is not None and (best is None or n < best[1]):
-                best = (st.name, n)
+    tp = plan.tp_pp_strategy(setup, plan.zero_memory, 4096)
+    best = (tp[0].name, tp[1]) if tp else None
     baseline_name, baseline = best if best else ("none", None)
     n_off = counts["zero3+cpu"]
     per_gpu_cpu = plan.zero_memory(setup, by["zero3+cpu"], int(claimed_to_gpus)).cpu_gib

@@ -875,7 +875,7 @@ def min_gpus_for(setup: TrainSetup, strategy: Strategy, memory_fn: MemoryFn, max
     return best[0] * mp, best[1]
 
 
-def _tp_pp_strategy(setup: TrainSetup, memory_fn: MemoryFn, max_gpus: int, reserve_gib: float):
+def tp_pp_strategy(setup: TrainSetup, memory_fn: MemoryFn, max_gpus: int, reserve_gib: float = 0.0):
     """The smallest tensor x pipeline parallel layout (tp <= 8 dividing the heads) with ZeRO-1 over the rest."""
     best = None
     for tp in (2, 4, 8):
@@ -1032,7 +1032,7 @@ def plan_train(model: str, gpu: str, catalog: Catalog | None = None, *, mode: st
         notes.append(f"{setup.gpu_name} has no NVLink-class link: ZeRO-3 and tensor parallel traffic goes over "
                      "PCIe, so real scaling is below the linear estimate")
     cands = list(STRATEGIES)
-    tp_best = _tp_pp_strategy(setup, memory_fn, max_gpus, reserve_gib)
+    tp_best = tp_pp_strategy(setup, memory_fn, max_gpus, reserve_gib)
     options = []
     for st in cands + ([tp_best[0]] if tp_best else []):
         try:

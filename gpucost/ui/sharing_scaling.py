@@ -16,7 +16,7 @@ import plotly.graph_objects as go
 
 from gpucost import plan
 from gpucost.errors import GpucostError
-from gpucost.ui.shell import Page
+from gpucost.ui.shell import Page, uploaded_file
 
 _STYLE = {"description_width": "initial"}
 _WIDE = w.Layout(width="95%")
@@ -324,14 +324,12 @@ class SharingScalingPage(Page):
 
     # scale ------------------------------------------------------------------------------------
     def _on_trace(self, change) -> None:
-        files = change["new"]
-        if not files:
+        upload = uploaded_file(change, "trace.csv")
+        if upload is None:
             return
-        f = files[0]
-        name = f.get("name", "trace.csv") if isinstance(f, dict) else getattr(f, "name", "trace.csv")
-        content = f["content"] if isinstance(f, dict) else f.content
+        name, content = upload
         try:
-            text = bytes(content).decode("utf-8-sig")
+            text = content.decode("utf-8-sig")
             tr = plan.read_trace(io.StringIO(text), label=name)
         except (GpucostError, UnicodeDecodeError) as exc:
             self.show_error(self.trace_msg, str(exc) if isinstance(exc, GpucostError) else f"{name}: not UTF-8 text")

@@ -60,6 +60,17 @@ CSS = """
 """
 
 
+def uploaded_file(change, default_name: str) -> tuple[str, bytes] | None:
+    """(name, bytes) of the first file of a FileUpload ``value`` change, or None when it is empty."""
+    files = change["new"]
+    if not files:
+        return None
+    f = files[0]
+    name = f.get("name", default_name) if isinstance(f, dict) else getattr(f, "name", default_name)
+    content = f["content"] if isinstance(f, dict) else f.content
+    return name, bytes(content)
+
+
 class AppState(traitlets.HasTraits):
     """What every page shares: language and display currency."""
 
@@ -215,14 +226,12 @@ class Page:
     def _on_upload(self, change) -> None:
         from gpucost.catalog import validate_bytes
 
-        files = change["new"]
-        if not files:
+        upload = uploaded_file(change, "upload.csv")
+        if upload is None:
             return
-        f = files[0]
-        name = f.get("name", "upload.csv") if isinstance(f, dict) else getattr(f, "name", "upload.csv")
-        content = f["content"] if isinstance(f, dict) else f.content
+        name, content = upload
         try:
-            frame = validate_bytes("prices", bytes(content), filename=name, catalog=self.catalog)
+            frame = validate_bytes("prices", content, filename=name, catalog=self.catalog)
         except GpucostError as exc:
             self.upload_msg.value = (f'<span class="gc-msg-error">'
                                      f'{html.escape(self.t("upload_error", error=str(exc)))}</span>')
