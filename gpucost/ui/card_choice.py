@@ -10,6 +10,7 @@ import plotly.graph_objects as go
 
 from gpucost.cards import METRICS, PRECISION_COLUMN, Need, card_table, rank_cards
 from gpucost.errors import GpucostError
+from gpucost.ui.chart import TEMPLATE
 from gpucost.ui.shell import Page
 
 SORT_CHOICES = METRICS + ("price", "vram_gib", "mem_bandwidth_gbps")
@@ -138,7 +139,7 @@ class CardChoicePage(Page):
                  f"{c.tflops_per_1k:,.2f} {perf_unit}/{'1' if r.need.price_basis == 'cloud' else '1k'}"
                  for c in cards]
         fig = go.Figure(layout=dict(
-            height=430, margin=dict(l=60, r=20, t=50, b=50), template="plotly_white",
+            height=430, margin=dict(l=60, r=20, t=50, b=50), template=TEMPLATE,
             legend=dict(orientation="h", y=-0.2), title=self.t("cc_chart_title", prec=prec),
             xaxis=dict(title=self.t("cc_axis_price", unit=unit), type="log"),
             yaxis=dict(title=f"{perf_unit} ({prec}, dense)")))

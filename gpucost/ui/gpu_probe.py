@@ -24,6 +24,7 @@ from gpucost import monitor, probe
 from gpucost.errors import GpucostError
 from gpucost.fake_nvml import SimClock
 from gpucost.ui import handoff
+from gpucost.ui.chart import TEMPLATE
 from gpucost.ui.shell import Page
 
 #: (label seconds) choices for the sampling duration and interval
@@ -32,7 +33,7 @@ INTERVALS_S = (1, 2, 5, 15, 60)
 #: the demo replays its whole run in about this many real seconds (one chart frame per sample)
 DEMO_REAL_SECONDS = 4.0
 DEMO_MAX_FRAME_S = 0.05
-#: the live chart is rebuilt (never patched: plotly #4998 in Voila) at most this often while sampling
+#: the live chart is redrawn at most this often while sampling (each redraw sends the whole figure)
 LIVE_CHART_EVERY_S = 0.5
 COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf")
 
@@ -170,7 +171,7 @@ class GpuProbePage(Page):
         self.value_box = w.HTML()
         self.value_box.add_class("gc-probe-value")
         self.chart = self.figure_box("gc-probe-chart")
-        self.fig: go.FigureWidget | None = None
+        self.fig: go.Figure | None = None
         self._last_chart = 0.0
         self.summary = w.HTML()
         self.summary.add_class("gc-table")
@@ -486,14 +487,13 @@ class GpuProbePage(Page):
         for s in self.samples:
             by_gpu.setdefault(s.index, []).append(s)
         if not by_gpu and not self.running:  # nothing sampled: no empty chart
-            if self.fig is not None:
-                self.fig.close()
-            self.fig, self.chart.children = None, []
+            self.fig = None
+            self.clear_figure(self.chart)
             return
         minutes = self.watch_duration_s >= 600
         scale = 60.0 if minutes else 1.0
         fig = go.Figure(layout=dict(
-            height=380, margin=dict(l=60, r=60, t=50, b=50), template="plotly_white",
+            height=380, margin=dict(l=60, r=60, t=50, b=50), template=TEMPLATE,
             legend=dict(orientation="h", y=-0.25),
             title=self.t("probe_chart_title") + (" — DEMO" if self.demo else ""),
             xaxis=dict(title=self.t("probe_axis_time", unit="min" if minutes else "s")),
@@ -508,10 +508,7 @@ class GpuProbePage(Page):
                             name=self.t("probe_trace_mem", i=idx), line=dict(color=color, dash="dash"))
             fig.add_scatter(x=x, y=[s.power_w for s in rows], mode="lines", yaxis="y2",
                             name=self.t("probe_trace_power", i=idx), line=dict(color=color, dash="dot", width=1))
-        old = self.fig
         self.fig = self.show_figure(self.chart, fig)
-        if old is not None:
-            old.close()
 
     def _draw_summary(self) -> None:
         rep = self.report

@@ -10,7 +10,6 @@ from functools import lru_cache
 
 import ipywidgets as w
 import numpy as np
-import plotly.graph_objects as go
 
 from gpucost.cards import card_table
 from gpucost.errors import GpucostError
@@ -36,6 +35,7 @@ from gpucost.speed import (
     efficiency_table,
     training_time,
 )
+from gpucost.ui.chart import TEMPLATE
 from gpucost.ui.shell import Page
 
 COMPONENTS = ("weights", "kv_cache", "activations", "gradients", "optimizer", "overhead")
@@ -141,9 +141,9 @@ class QuantFitPage(Page):
 
         self.summary = w.HTML()
         self.summary.add_class("gc-fit-summary")
-        self.fig = go.FigureWidget(go.Figure(layout=dict(
-            height=380, barmode="stack", margin=dict(l=60, r=20, t=40, b=40), template="plotly_white",
-            legend=dict(orientation="h", y=-0.15))))
+        self.fig_box = self.chart("fig", "gc-fit-chart", height=380, barmode="stack",
+                                  margin=dict(l=60, r=20, t=40, b=40), template=TEMPLATE,
+                                  legend=dict(orientation="h", y=-0.15))
         self.matrix_html = w.HTML()
         self.matrix_html.add_class("gc-table")
         self.matrix_html.add_class("gc-fit-matrix")
@@ -156,7 +156,7 @@ class QuantFitPage(Page):
         self.errors_html = w.HTML()
         self.errors_html.add_class("gc-table")
         self.errors_html.add_class("gc-fit-errors")
-        self.results.children = [self.summary, self.fig, self.matrix_html, self.speed_html, self.quality_html,
+        self.results.children = [self.summary, self.fig_box, self.matrix_html, self.speed_html, self.quality_html,
                                  self.errors_html]
         self.mode.observe(self._mode_changed, names="value")
         for wid in (self.model, self.quant, self.engine, self.context, self.batch, self.gpus, self.zero,

@@ -143,12 +143,11 @@ class RulesOfThumbPage(Page):
         boxes = [w.HTML(CARD_CSS)]
         for cid in self._ids:
             d = claims.get_claim(cid)
-            head, quote, nums, cond, details = (w.HTML() for _ in range(5))
-            head.add_class("gc-claim-header")
-            nums.add_class("gc-claim-numbers")
-            cond.add_class("gc-claim-condition-box")
-            msg = self.message_box()
-            msg.add_class("gc-claim-msg")
+            # one HTML widget above the chart (verdict, claim, quote, condition, numbers) and one under the
+            # inputs (an input error, the sources): 18 cards of few widgets keep the page quick to load
+            text, foot = w.HTML(), w.HTML()
+            text.add_class("gc-claim-text")
+            foot.add_class("gc-claim-msg")
             widgets = {}
             for spec in d.inputs:
                 if spec.kind == "currency":
@@ -159,12 +158,11 @@ class RulesOfThumbPage(Page):
             in_box.add_class("gc-claim-inputs")
             in_title = self.label(w.HTML(), "claims_inputs", "value")
             chart = self.figure_box("gc-claim-chart")
-            box = w.VBox([head, quote, cond, nums, chart, in_title, in_box, msg, details],
-                         layout=w.Layout(width="100%"))
+            box = w.VBox([text, chart, in_title, in_box, foot], layout=w.Layout(width="100%"))
             box.add_class("gc-claim-card")
             box.add_class(f"gc-claim-{cid.replace('_', '-')}")
-            self.cards[cid] = {"box": box, "head": head, "quote": quote, "nums": nums, "cond": cond,
-                               "details": details, "msg": msg, "widgets": widgets, "chart": chart}
+            self.cards[cid] = {"box": box, "head": text, "msg": foot, "details": "", "error": None,
+                               "widgets": widgets, "chart": chart}
             boxes.append(box)
         self.results.children = boxes
 
@@ -201,11 +199,11 @@ class RulesOfThumbPage(Page):
         try:
             res = claims.evaluate(cid, self.catalog, **self._values(cid))
         except GpucostError as exc:
-            self.card_errors[cid] = str(exc)
-            self.show_error(card["msg"], str(exc))
+            self.card_errors[cid] = card["error"] = str(exc)
+            self._draw_foot(cid)
             raise
         self.card_errors.pop(cid, None)
-        self.show_error(card["msg"], None)
+        card["error"] = None
         self.results_by_id[cid] = res
         self._draw(cid, res)
 
@@ -267,26 +265,34 @@ class RulesOfThumbPage(Page):
         zh = self.state.lang == "zh"
         card = self.cards[cid]
         color = VERDICT_COLORS[r.verdict]
-        card["head"].value = (f'<div class="gc-claim-head"><span class="gc-badge gc-verdict-{r.verdict}" '
-                              f'style="background:{color}">{html.escape(self.t(f"claims_verdict_{r.verdict}"))}'
-                              f'</span><b>{html.escape(r.claim_zh if zh else r.claim)}</b></div>')
-        card["quote"].value = (f'<div class="gc-claim-quote">{html.escape(self.t("claims_quote"))} '
-                               f'「{html.escape(r.quote_zh)}」</div>')
-        card["cond"].value = (f'<p class="gc-claim-condition">{html.escape(r.condition_zh if zh else r.condition)}'
-                              "</p>")
         rows = "".join(f"<tr><td>{html.escape(n['label_zh'] if zh else n['label'])}</td>"
                        f"<td class='gc-v'>{html.escape(_fmt(n['value'], n['unit']))}</td></tr>" for n in r.numbers)
-        card["nums"].value = f"<table>{rows}</table>"
+        card["head"].value = (
+            f'<div class="gc-claim-head"><span class="gc-badge gc-verdict-{r.verdict}" '
+            f'style="background:{color}">{html.escape(self.t(f"claims_verdict_{r.verdict}"))}'
+            f'</span><b>{html.escape(r.claim_zh if zh else r.claim)}</b></div>'
+            f'<div class="gc-claim-quote">{html.escape(self.t("claims_quote"))} 「{html.escape(r.quote_zh)}」</div>'
+            f'<p class="gc-claim-condition">{html.escape(r.condition_zh if zh else r.condition)}</p>'
+            f'<div class="gc-claim-numbers"><table>{rows}</table></div>')
         src = "".join(f"<li>{html.escape(s)}</li>" for s in r.sources)
         eng = ", ".join(html.escape(e) for e in r.engines)
-        card["details"].value = (f"<details><summary>{html.escape(self.t('claims_details'))}</summary>"
-                                 f"<p class='gc-help'>{html.escape(self.t('claims_engines'))}: {eng}</p>"
-                                 f"<ul class='gc-help'>{src}</ul></details>")
+        card["details"] = (f"<details><summary>{html.escape(self.t('claims_details'))}</summary>"
+                           f"<p class='gc-help'>{html.escape(self.t('claims_engines'))}: {eng}</p>"
+                           f"<ul class='gc-help'>{src}</ul></details>")
+        self._draw_foot(cid)
         if r.chart:
             self.figs[cid] = self.show_figure(card["chart"], self._figure(r.chart, zh))
         else:
-            card["chart"].children = []
+            self.clear_figure(card["chart"])
             self.figs.pop(cid, None)
+
+    def _draw_foot(self, cid: str) -> None:
+        """The card's last line: its input error, if any (as :meth:`show_error` words it), then its sources."""
+        card = self.cards[cid]
+        err = card["error"]
+        msg = (f'<span class="gc-msg-error">{html.escape(self.t("error_input", error=err))}</span>'
+               if err else "")
+        card["msg"].value = msg + card["details"]
 
     @staticmethod
     def _figure(ch: dict, zh: bool) -> go.Figure:

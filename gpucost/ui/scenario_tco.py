@@ -8,10 +8,10 @@ import math
 from pathlib import Path
 
 import ipywidgets as w
-import plotly.graph_objects as go
 
 from gpucost import tco
 from gpucost.errors import GpucostError
+from gpucost.ui.chart import TEMPLATE
 from gpucost.ui.shell import Page
 
 COLORS = {"buy-new": "#1f77b4", "buy-used": "#17becf", "lease": "#9467bd", "on-demand": "#d62728",
@@ -115,13 +115,8 @@ class ScenarioTcoPage(Page):
 
         self.summary = w.HTML()
         self.summary.add_class("gc-summary")
-        self.fig = go.FigureWidget(go.Figure(layout=dict(
-            height=420, margin=dict(l=70, r=20, t=40, b=50), template="plotly_white",
-            legend=dict(orientation="h", y=-0.2))))
-        try:
-            self.fig.add_class("gc-tco-chart")
-        except AttributeError:  # pragma: no cover - older plotly FigureWidget
-            pass
+        self.fig_box = self.chart("fig", "gc-tco-chart", height=420, margin=dict(l=70, r=20, t=40, b=50),
+                                  template=TEMPLATE, legend=dict(orientation="h", y=-0.2))
         self.table = w.HTML()
         self.table.add_class("gc-table")
         self.table.add_class("gc-tco-table")
@@ -130,17 +125,16 @@ class ScenarioTcoPage(Page):
         self.tornado_option = w.Dropdown(style=_STYLE)
         self.tornado_option.add_class("gc-tco-tornado-option")
         self.label(self.tornado_option, "tco_tornado_option")
-        self.tornado_fig = go.FigureWidget(go.Figure(layout=dict(
-            height=340, margin=dict(l=170, r=20, t=40, b=40), template="plotly_white", barmode="overlay",
-            showlegend=True, legend=dict(orientation="h", y=-0.15))))
-        self.mc_fig = go.FigureWidget(go.Figure(layout=dict(
-            height=340, margin=dict(l=60, r=20, t=40, b=50), template="plotly_white", barmode="overlay",
-            legend=dict(orientation="h", y=-0.25))))
+        tornado_box = self.chart("tornado_fig", "gc-tco-tornado-chart", height=340,
+                                 margin=dict(l=170, r=20, t=40, b=40), template=TEMPLATE, barmode="overlay",
+                                 showlegend=True, legend=dict(orientation="h", y=-0.15))
+        mc_box = self.chart("mc_fig", "gc-tco-mc-chart", height=340, margin=dict(l=60, r=20, t=40, b=50),
+                            template=TEMPLATE, barmode="overlay", legend=dict(orientation="h", y=-0.25))
         self.mc_table = w.HTML()
         self.mc_table.add_class("gc-table")
         self.details = w.HTML()
-        self.results.children = [self.summary, self.fig, self.table, self.breakeven, self.tornado_option,
-                                 self.tornado_fig, self.mc_fig, self.mc_table, self.details]
+        self.results.children = [self.summary, self.fig_box, self.table, self.breakeven, self.tornado_option,
+                                 tornado_box, mc_box, self.mc_table, self.details]
 
         self._load_scenario(first, initial=True)
         self.picker.observe(self._picked, names="value")

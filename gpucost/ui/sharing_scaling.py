@@ -12,10 +12,10 @@ import io
 import math
 
 import ipywidgets as w
-import plotly.graph_objects as go
 
 from gpucost import plan
 from gpucost.errors import GpucostError
+from gpucost.ui.chart import TEMPLATE
 from gpucost.ui.shell import Page, uploaded_file
 
 _STYLE = {"description_width": "initial"}
@@ -87,9 +87,9 @@ class SharingScalingPage(Page):
         self.latency_alone = w.Checkbox(value=True, style=_STYLE, indent=False)
         self.share_summary = w.HTML()
         self.share_summary.add_class("gc-plan-share-summary")
-        self.share_fig = go.FigureWidget(go.Figure(layout=dict(
-            height=300, barmode="stack", margin=dict(l=50, r=20, t=40, b=40), template="plotly_white",
-            legend=dict(orientation="h", y=-0.2))))
+        share_box = self.chart("share_fig", "gc-plan-share-chart", height=300, barmode="stack",
+                               margin=dict(l=50, r=20, t=40, b=40), template=TEMPLATE,
+                               legend=dict(orientation="h", y=-0.2))
         self.share_table = w.HTML()
         self.share_table.add_class("gc-table")
         self.share_configs = w.HTML()
@@ -98,7 +98,7 @@ class SharingScalingPage(Page):
                            self.help_line("plan_share_mode_help"), self.label(self.workloads, "plan_workloads"),
                            self.help_line("plan_workloads_help"), self.workloads_msg,
                            self.label(self.latency_alone, "plan_latency_alone")])
-        share_out = w.VBox([self.share_summary, self.share_fig, self.share_table, self.share_configs])
+        share_out = w.VBox([self.share_summary, share_box, self.share_table, self.share_configs])
         # ---- train
         models = self.catalog.table("models")
         llms = [m for m, k in zip(models["id"], models["kind"], strict=True) if k == "llm"]
@@ -119,8 +119,8 @@ class SharingScalingPage(Page):
         self.micro_batch = w.BoundedIntText(value=1, min=1, max=1024, style=_STYLE)
         self.train_summary = w.HTML()
         self.train_summary.add_class("gc-plan-train-summary")
-        self.train_fig = go.FigureWidget(go.Figure(layout=dict(
-            height=300, margin=dict(l=50, r=20, t=40, b=80), template="plotly_white")))
+        train_box = self.chart("train_fig", "gc-plan-train-chart", height=300, margin=dict(l=50, r=20, t=40, b=80),
+                               template=TEMPLATE)
         self.train_table = w.HTML()
         self.train_table.add_class("gc-table")
         self.train_config = w.HTML()
@@ -129,7 +129,7 @@ class SharingScalingPage(Page):
                            self.label(self.train_mode, "plan_train_mode"), self.label(self.tokens, "plan_tokens"),
                            self.tokens_msg, self.label(self.seq_len, "plan_seq_len"),
                            self.label(self.micro_batch, "plan_micro_batch")])
-        train_out = w.VBox([self.train_summary, self.train_fig, self.train_table, self.train_config])
+        train_out = w.VBox([self.train_summary, train_box, self.train_table, self.train_config])
         # ---- scale
         self.trace_upload = w.FileUpload(accept=".csv", multiple=False)
         self.trace_upload.add_class("gc-plan-trace-upload")
@@ -155,11 +155,10 @@ class SharingScalingPage(Page):
         self.cooldown = w.BoundedFloatText(value=0.25, min=0, max=24, step=0.05, style=_STYLE)
         self.scale_summary = w.HTML()
         self.scale_summary.add_class("gc-plan-scale-summary")
-        self.scale_fig = go.FigureWidget(go.Figure(layout=dict(
-            height=320, margin=dict(l=50, r=20, t=40, b=40), template="plotly_white",
-            legend=dict(orientation="h", y=-0.2))))
-        self.commit_fig = go.FigureWidget(go.Figure(layout=dict(
-            height=260, margin=dict(l=50, r=20, t=40, b=40), template="plotly_white")))
+        scale_box = self.chart("scale_fig", "gc-plan-scale-chart", height=320, margin=dict(l=50, r=20, t=40, b=40),
+                               template=TEMPLATE, legend=dict(orientation="h", y=-0.2))
+        commit_box = self.chart("commit_fig", "gc-plan-commit-chart", height=260,
+                                margin=dict(l=50, r=20, t=40, b=40), template=TEMPLATE)
         self.scale_table = w.HTML()
         self.scale_table.add_class("gc-table")
         scale_in = w.VBox([self.label(w.HTML(), "plan_trace", "value"), self.trace_upload,
@@ -169,7 +168,7 @@ class SharingScalingPage(Page):
                            self.label(self.discount, "plan_discount"), self.help_line("plan_discount_help"),
                            self.label(self.spot_bucket, "plan_spot_bucket"),
                            self.label(self.startup, "plan_startup"), self.label(self.cooldown, "plan_cooldown")])
-        scale_out = w.VBox([self.scale_summary, self.scale_table, self.scale_fig, self.commit_fig])
+        scale_out = w.VBox([self.scale_summary, self.scale_table, scale_box, commit_box])
 
         self.tabs = w.Tab(children=[w.VBox([share_in, share_out]), w.VBox([train_in, train_out]),
                                     w.VBox([scale_in, scale_out])])

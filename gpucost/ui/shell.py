@@ -18,6 +18,7 @@ from IPython.display import display
 
 from gpucost.catalog import Catalog
 from gpucost.errors import GpucostError
+from gpucost.ui.chart import Chart, PlotlyLibrary
 from gpucost.ui.i18n import DEFAULT_CURRENCY, LANGUAGES, t
 
 #: page id → (notebook file, nav string key)
@@ -91,6 +92,8 @@ class Page:
         self.state = AppState(lang=lang, currency=(currency or DEFAULT_CURRENCY[lang]).upper())
         self.error: str | None = None
         self._labels: list[tuple[w.Widget, str, str]] = []
+        self._charts: dict[str, Chart] = {}
+        self._plotly: PlotlyLibrary | None = None
         self._build_shell()
         self.build()
         self.state.observe(self._on_lang, names="lang")
@@ -112,25 +115,32 @@ class Page:
         h.add_class("gc-help")
         return self.label(h, key, "value")
 
-    @staticmethod
-    def figure_box(css_class: str = "gc-chart") -> w.Box:
-        """A container for a chart; :meth:`show_figure` puts a fresh FigureWidget in it."""
-        box = w.Box(layout=w.Layout(width="100%", min_height="120px"))
+    def figure_box(self, css_class: str = "gc-chart") -> Chart:
+        """A chart widget; :meth:`show_figure` draws a ``go.Figure`` in it (see :mod:`gpucost.ui.chart`)."""
+        if self._plotly is None:
+            self._plotly = PlotlyLibrary()  # plotly.js, once per page that has a chart
+        box = Chart(layout=w.Layout(width="100%", min_height="120px"))
         box.add_class(css_class)
         return box
 
     @staticmethod
-    def show_figure(box: w.Box, fig) -> object:
-        """Show a complete ``go.Figure`` in ``box`` as a new FigureWidget.
+    def show_figure(box: Chart, fig):
+        """Draw ``fig`` (a complete ``go.Figure``) in ``box``; returns ``fig``."""
+        return box.show(fig)
 
-        Data and layout are passed to the constructor: updates made to a FigureWidget before the page
-        first displays it are lost in Voila (plotly #4998), so a chart is rebuilt, never patched.
-        """
+    @staticmethod
+    def clear_figure(box: Chart) -> None:
+        box.clear()
+
+    def chart(self, attr: str, css_class: str = "gc-chart", **layout) -> Chart:
+        """Create chart ``attr``: ``self.<attr>`` holds its ``go.Figure`` (``layout`` its starting layout,
+        used by :meth:`redraw`); returns the widget that shows it."""
         import plotly.graph_objects as go
 
-        fw = go.FigureWidget(fig)
-        box.children = [fw]
-        return fw
+        box = self.figure_box(css_class)
+        self._charts[attr] = box
+        setattr(self, attr, go.Figure(layout=layout))
+        return box
 
     def field(self, key: str, widget: w.Widget, help_key: str | None = None) -> w.VBox:
         """An input with its label above it (and an optional help line under it)."""
@@ -256,71 +266,22 @@ class Page:
     def widget(self) -> w.Widget:
         body = w.HBox([self.inputs, self.results], layout=w.Layout(width="100%"))
         body.add_class("gc-body")
-        return w.VBox([w.HTML(CSS), self.header, self.status, body], layout=w.Layout(width="100%"))
+        extra = [self._plotly] if self._plotly is not None else []
+        return w.VBox([w.HTML(CSS), *extra, self.header, self.status, body], layout=w.Layout(width="100%"))
 
     def display(self) -> None:
-        root = self.widget()
-        self._fresh_figures(root)
-        self._root = root
-        display(root)
+        display(self.widget())
 
     @contextmanager
     def redraw(self, attr: str):
-        """Redraw the chart in attribute ``attr``: yields an empty ``go.Figure`` with the chart's layout;
-        on exit a new FigureWidget built from it replaces the old one in its container.
-
-        Patching a FigureWidget that Voila shows does not always reach the browser, while a FigureWidget
-        constructed with its data always renders, so every chart is rebuilt, never patched.
-        """
+        """Redraw chart ``attr`` (made by :meth:`chart`): yields an empty ``go.Figure`` with the chart's
+        layout; on exit it becomes ``self.<attr>`` and is shown in the chart's box."""
         import plotly.graph_objects as go
 
-        old = getattr(self, attr)
-        fig = go.Figure(layout=old.layout)
+        fig = go.Figure(layout=getattr(self, attr).layout)
         yield fig
-        new = go.FigureWidget(fig)
-        new._dom_classes = tuple(old._dom_classes)
-        setattr(self, attr, new)
-        self._swap(old, new)
-
-    def _swap(self, old: w.Widget, new: w.Widget) -> None:
-        roots = [getattr(self, "_root", None) or w.VBox([self.header, self.status, self.inputs, self.results])]
-        stack = list(roots)
-        while stack:
-            node = stack.pop()
-            kids = getattr(node, "children", None)
-            if kids is None:
-                continue
-            if any(k is old for k in kids):
-                node.children = tuple(new if k is old else k for k in kids)
-            stack.extend(node.children)
-
-    def _fresh_figures(self, root: w.Widget) -> None:
-        """Replace every FigureWidget of the page by a copy built from its current data and layout.
-
-        Voila drops FigureWidget updates made before the page is first shown (plotly #4998) but renders
-        what a FigureWidget is constructed with, and later updates work. So just before display, each
-        chart attribute is rebuilt from its own state and swapped into its container.
-        """
-        import plotly.graph_objects as go
-
-        swaps = {}
-        for name, val in list(vars(self).items()):
-            if isinstance(val, go.FigureWidget):
-                new = go.FigureWidget(val.to_dict())
-                new._dom_classes = tuple(val._dom_classes)
-                swaps[id(val)] = new
-                setattr(self, name, new)
-        if not swaps:
-            return
-        stack = [root]
-        while stack:
-            node = stack.pop()
-            kids = getattr(node, "children", None)
-            if kids is None:
-                continue
-            if any(id(k) in swaps for k in kids):
-                node.children = tuple(swaps.get(id(k), k) for k in kids)
-            stack.extend(node.children)
+        setattr(self, attr, fig)
+        self.show_figure(self._charts[attr], fig)
 
     def record(self) -> None:
         """Display the page's numbers as a machine-readable output (read back by tests/papermill)."""
