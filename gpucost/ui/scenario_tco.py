@@ -39,6 +39,7 @@ class ScenarioTcoPage(Page):
         self.mc_result: tco.MonteCarloResult | None = None
         self._populated: dict[str, object] = {}
         self._busy = False
+        self._mc_running = False
         super().__init__(lang=lang, currency=currency, catalog=catalog)
 
     # -- build -----------------------------------------------------------------------------------
@@ -145,13 +146,15 @@ class ScenarioTcoPage(Page):
 
     # -- scenario → widgets ------------------------------------------------------------------------
     def _picked(self, change) -> None:
-        try:
-            self._load_scenario(change["new"])
-        except GpucostError as exc:
-            self.error = str(exc)
-            self.status.value = f'<span class="gc-msg-error">{html.escape(self.t("error_input", error=str(exc)))}</span>'
-            return
-        self.safe_refresh()
+        with self.refresh_once():  # the scenario sets many inputs: one computation for all of them
+            try:
+                self._load_scenario(change["new"])
+            except GpucostError as exc:
+                self.error = str(exc)
+                self.status.value = (f'<span class="gc-msg-error">'
+                                     f'{html.escape(self.t("error_input", error=str(exc)))}</span>')
+                return
+            self.safe_refresh()
 
     def _load_scenario(self, name: str, initial: bool = False) -> None:
         if not name:
@@ -304,12 +307,16 @@ class ScenarioTcoPage(Page):
         self.tornado_result = tco.tornado(inp, self.result)
         draws = int(self.mc_draws.value)
         self.progress.value = 0
+        self.mc_result = None
+        self._mc_running = draws > 0
+        self._draw()  # the deterministic answer first: the Monte Carlo takes longer than the rest together
         if draws > 0:
-            self.mc_result = tco.monte_carlo(inp, self.result, draws=draws, chunk=max(250, draws // 10),
-                                             progress=lambda f: setattr(self.progress, "value", int(100 * f)))
-        else:
-            self.mc_result = None
-        self._draw()
+            try:
+                self.mc_result = tco.monte_carlo(inp, self.result, draws=draws, chunk=max(250, draws // 10),
+                                                 progress=lambda f: setattr(self.progress, "value", int(100 * f)))
+            finally:
+                self._mc_running = False
+            self._draw_mc({o.id: self._name(o) for o in self.result.options})
 
     def relabel(self) -> None:
         self._relabel_about()
@@ -464,11 +471,15 @@ class ScenarioTcoPage(Page):
                     centers = [(a + b) / 2 for a, b in zip(edges[:-1], edges[1:], strict=True)]
                     fig_.add_bar(x=centers, y=list(counts), name=names.get(oid, oid), opacity=0.55,
                                         marker_color=COLORS.get(oid))
-            fig_.layout.title = self.t("tco_mc_title", n=mc.draws if mc else 0)
+            fig_.layout.title = (self.t("tco_mc_title", n=mc.draws) if mc is not None else
+                                 self.t("tco_mc_running", n=int(self.mc_draws.value)) if self._mc_running else
+                                 self.t("tco_mc_title", n=0))
             fig_.layout.xaxis.title = self.t("tco_axis_total", cur=cur)
             fig_.layout.yaxis.title = self.t("tco_axis_draws")
         if mc is None:
-            self.mc_table.value = f"<p class='gc-help'>{html.escape(self.t('tco_mc_off'))}</p>"
+            key = "tco_mc_running" if self._mc_running else "tco_mc_off"
+            self.mc_table.value = (f"<p class='gc-help'>{html.escape(self.t(key, n=int(self.mc_draws.value)))}"
+                                   "</p>")
             return
         rows = "".join(
             f"<tr><td>{html.escape(names.get(k, k))}</td><td>{tco.fmt_money(v['p10'], cur)}</td>"

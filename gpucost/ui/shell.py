@@ -94,12 +94,14 @@ class Page:
         self._labels: list[tuple[w.Widget, str, str]] = []
         self._charts: dict[str, Chart] = {}
         self._plotly: PlotlyLibrary | None = None
-        self._build_shell()
-        self.build()
-        self.state.observe(self._on_lang, names="lang")
-        self.state.observe(lambda _: self.safe_refresh(), names="currency")
-        self.relabel_all()
-        self.safe_refresh()
+        self._held = self._pending = False
+        with self.refresh_once():  # what building and labelling change asks for one computation at the end
+            self._build_shell()
+            self.build()
+            self.state.observe(self._on_lang, names="lang")
+            self.state.observe(lambda _: self.safe_refresh(), names="currency")
+            self.relabel_all()
+            self.safe_refresh()
 
     # -- helpers for subclasses -----------------------------------------------------------------
     def t(self, key: str, **fmt) -> str:
@@ -198,11 +200,13 @@ class Page:
 
     def _lang_clicked(self, change) -> None:
         lang = change["new"]
-        self.state.lang = lang
-        # the display currency follows the language (the user can change it again)
+        # the display currency follows the language (the user can change it again); one recomputation for
+        # both changes
         cur = DEFAULT_CURRENCY[lang]
-        if cur in self.currency_dd.options:
-            self.currency_dd.value = cur
+        with self.refresh_once():
+            if cur in self.currency_dd.options:
+                self.currency_dd.value = cur
+            self.state.lang = lang
 
     def _on_lang(self, _change=None) -> None:
         self.relabel_all()
@@ -253,8 +257,25 @@ class Page:
         self.safe_refresh()
 
     # -- lifecycle -------------------------------------------------------------------------------
+    @contextmanager
+    def refresh_once(self):
+        """Within this block, the changes that ask for a recomputation get one, at its end."""
+        if self._held:
+            yield
+            return
+        self._held, self._pending = True, False
+        try:
+            yield
+        finally:
+            self._held = False
+            if self._pending:
+                self.safe_refresh()
+
     def safe_refresh(self) -> None:
         """Recompute; a bad input or data problem becomes a message in the page, never a traceback."""
+        if self._held:
+            self._pending = True
+            return
         try:
             self.refresh()
             self.error = None
