@@ -9,6 +9,7 @@ widget instances and the traitlets of :class:`AppState`.
 from __future__ import annotations
 
 import html
+import json
 from contextlib import contextmanager
 from datetime import date, timedelta
 
@@ -70,6 +71,39 @@ def uploaded_file(change, default_name: str) -> tuple[str, bytes] | None:
     name = f.get("name", default_name) if isinstance(f, dict) else getattr(f, "name", default_name)
     content = f["content"] if isinstance(f, dict) else f.content
     return name, bytes(content)
+
+
+#: text-only widgets: nothing restyles them after display, so equal layouts can be one model
+_TEXT_WIDGETS = (w.HTML, w.HTMLMath, w.Label)
+
+
+def share_styles(root: w.Widget) -> int:
+    """Make the widgets under ``root`` share equal style models, and text widgets equal layout models.
+
+    Every ipywidget comes with its own Layout and style model; the browser builds each one, which costs as
+    much as the widget itself. Pages never change a style after display (and only boxes' layouts), so
+    equal ones are merged before the page is shown: the rules-of-thumb page drops from 539 models to about
+    half. Returns how many models were closed.
+    """
+    shared: dict[tuple, w.Widget] = {}
+    closed, seen, stack = 0, set(), [root]
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        stack.extend(getattr(node, "children", None) or ())
+        for attr in ("style", "layout"):
+            sub = getattr(node, attr, None)
+            if not isinstance(sub, w.Widget) or (attr == "layout" and not isinstance(node, _TEXT_WIDGETS)):
+                continue
+            key = (type(sub), json.dumps(sub.get_state(), sort_keys=True, default=str))
+            keep = shared.setdefault(key, sub)
+            if keep is not sub:
+                setattr(node, attr, keep)
+                sub.close()
+                closed += 1
+    return closed
 
 
 class AppState(traitlets.HasTraits):
@@ -291,7 +325,9 @@ class Page:
         return w.VBox([w.HTML(CSS), *extra, self.header, self.status, body], layout=w.Layout(width="100%"))
 
     def display(self) -> None:
-        display(self.widget())
+        root = self.widget()
+        share_styles(root)
+        display(root)
 
     @contextmanager
     def redraw(self, attr: str):

@@ -1,6 +1,7 @@
 // View of gpucost.ui.chart.Chart: draws the `figure` trait ({data, layout}) with plotly.js, which arrives
-// once per page (gpucost's Voila template or gpucost.ui.chart.PlotlyLibrary resolve the promise below).
-// The view renders at once and draws when plotly.js is there, so the rest of the page does not wait.
+// once per page (gpucost's Voila template loads it on request; elsewhere gpucost.ui.chart.PlotlyLibrary
+// resolves the promise below). The view renders at once and draws when plotly.js is there, so the rest of
+// the page does not wait.
 function plotly() {
   const g = globalThis;
   if (!g.__gpucostPlotly) {
@@ -13,16 +14,19 @@ function plotly() {
 
 const CONFIG = { displaylogo: false, responsive: true };
 
+const idle = globalThis.requestIdleCallback || ((f) => setTimeout(f, 200));
+
 export default {
   render({ model, el }) {
     let Plotly = null;
     let gone = false;
+    let visible = false; // on screen, or within 200 px of it
+    let queued = false; // a draw waits for the browser to be idle
     const div = document.createElement("div");
     el.appendChild(div);
-    let drawn = false;
     const draw = () => {
+      queued = false;
       if (!Plotly || gone) return Promise.resolve();
-      drawn = true;
       const fig = model.get("figure") || {};
       if (!fig.data && !fig.layout) {  // cleared: show nothing rather than empty axes
         Plotly.purge(div);
@@ -32,26 +36,30 @@ export default {
       div.style.display = "";
       return Plotly.react(div, fig.data || [], fig.layout || {}, CONFIG);
     };
-    // Draw at once what is on screen; charts further down wait until they scroll near or the browser is
-    // idle, so a page of many charts shows its text and inputs first.
-    const start = (P) => {
-      Plotly = P;
-      let done = false;
-      const first = () => { if (!done) { done = true; seen.disconnect(); draw(); } };
-      const seen = new IntersectionObserver((es) => { if (es.some((e) => e.isIntersecting)) first(); },
-                                             { rootMargin: "200px" });
-      seen.observe(el);
-      (globalThis.requestIdleCallback || ((f) => setTimeout(f, 200)))(first);
+    // A chart on screen draws at once; one further down (or in a hidden tab) when it comes near the screen
+    // or the browser is idle, so a page of many charts shows its text and inputs first and an input change
+    // redraws first what the user sees.
+    const schedule = () => {
+      if (!Plotly || gone) return;
+      if (visible) draw();
+      else if (!queued) { queued = true; idle(() => { if (queued) draw(); }); }
     };
-    plotly().then(start);
-    const onChange = () => (drawn ? draw() : undefined);  // not drawn yet: the first draw takes the news
-    model.on("change:figure", onChange);
+    const seen = new IntersectionObserver((entries) => {
+      visible = entries[entries.length - 1].isIntersecting;
+      if (visible && queued) draw();
+    }, { rootMargin: "200px" });
+    seen.observe(el);
+    const p = plotly();
+    if (p.load) idle(() => p.load());  // the page's own loader: evaluate plotly.js once the page is shown
+    p.then((P) => { Plotly = P; schedule(); });
+    model.on("change:figure", schedule);
     // a chart drawn in a hidden tab has no width: redraw it when it gets one
     const resize = new ResizeObserver(() => { if (Plotly && div.offsetWidth && div.data) Plotly.Plots.resize(div); });
     resize.observe(el);
     return () => {
       gone = true;
-      model.off("change:figure", onChange);
+      model.off("change:figure", schedule);
+      seen.disconnect();
       resize.disconnect();
       if (Plotly) Plotly.purge(div);
     };
