@@ -76,6 +76,17 @@ class VoilaServer:
                 return
             time.sleep(0.5)
 
+    def wait_idle(self, quiet_pct: float = 5.0, window_s: float = 0.5, timeout_s: float = 120) -> None:
+        """Wait until Voila and its kernels use less than ``quiet_pct`` % of a core for two windows in a row
+        (a used kernel's replacement is started and has run its notebook)."""
+        tick = os.sysconf("SC_CLK_TCK")
+        deadline, quiet, last = time.time() + timeout_s, 0, _cpu_ticks(self.proc.pid)
+        while time.time() < deadline and quiet < 2:
+            time.sleep(window_s)
+            now = _cpu_ticks(self.proc.pid)
+            quiet = quiet + 1 if (now - last) / tick / window_s * 100 < quiet_pct else 0
+            last = now
+
     def page(self, notebook: str, query: str = "") -> str:
         return f"{self.url}/voila/render/{notebook}{query}"
 
@@ -92,12 +103,66 @@ class VoilaServer:
         self.log.close()
 
 
+def _descendants(pid: int) -> list[int]:
+    children: dict[int, list[int]] = {}
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                ppid = int(Path(f"/proc/{d}/stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(ppid, []).append(int(d))
+    out, stack = [], [pid]
+    while stack:
+        p = stack.pop()
+        out.append(p)
+        stack.extend(children.get(p, []))
+    return out
+
+
+def _cpu_ticks(pid: int) -> int:
+    """utime + stime of ``pid`` and all its descendants [clock ticks]."""
+    total = 0
+    for p in _descendants(pid):
+        try:
+            fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
+            total += int(fields[11]) + int(fields[12])
+        except (OSError, IndexError, ValueError):
+            continue
+    return total
+
+
+def kernel_rss_mib(kernel_id: str | None, pid: int | None = None) -> float:
+    """Resident memory [MiB] of the kernel with this id (found by its connection file), or of ``pid``."""
+    if pid is None and kernel_id:
+        for d in os.listdir("/proc"):
+            if d.isdigit():
+                try:
+                    cmd = Path(f"/proc/{d}/cmdline").read_bytes()
+                except OSError:
+                    continue
+                if f"kernel-{kernel_id}.json".encode() in cmd:
+                    pid = int(d)
+                    break
+    if pid is None:
+        return 0.0
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
 def wait_ready(page, timeout_ms: int = 60000) -> None:
-    """Wait until the page's results area has rendered content."""
-    page.wait_for_selector(".gc-results", state="attached", timeout=timeout_ms)
+    """Wait until the page's results area is shown with its content."""
+    # textContent, polled every 50 ms: innerText on every animation frame lays the page out each time,
+    # which slowed down the very rendering it waits for on the bigger pages
     page.wait_for_function(
-        "() => { const r = document.querySelector('.gc-results'); return r && r.innerText.trim().length > 20 }",
-        timeout=timeout_ms)
+        "() => { const r = document.querySelector('.gc-results');"
+        " return !!r && r.checkVisibility() && r.textContent.trim().length > 20 }", timeout=timeout_ms,
+        polling=50)
 
 
 def assert_no_traceback(page) -> None:
