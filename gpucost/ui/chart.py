@@ -58,15 +58,36 @@ class PlotlyLibrary(anywidget.AnyWidget):
 
 
 class Chart(anywidget.AnyWidget):
-    """One chart: ``figure`` is a figure's JSON (``{"data": [...], "layout": {...}}``)."""
+    """One chart: ``figure`` is a figure's JSON (``{"data": [...], "layout": {...}}``).
+
+    ``revision`` counts the figures shown. A page whose kernel ran before it was opened (Voila's preheated
+    kernels) fetches every widget's state at once and creates the models afterwards; an update sent in
+    between (an input changed at once, on a busy machine) reaches no model and is lost, so the chart would
+    keep its first figure while the text beside it moved on. Each chart's model therefore tells the kernel
+    which revision it got, and the kernel sends the current one if they differ.
+    """
 
     _esm = STATIC / "chart.js"
     figure = traitlets.Dict().tag(sync=True)
+    revision = traitlets.Int(0).tag(sync=True)
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.on_msg(self._on_msg)
+
+    def _on_msg(self, _widget, content, _buffers) -> None:
+        if isinstance(content, dict) and content.get("type") == "revision" \
+                and content.get("revision") != self.revision:
+            self.send_state(["figure", "revision"])
 
     def show(self, fig: go.Figure) -> go.Figure:
         """Draw ``fig`` (replacing what was drawn); returns ``fig``."""
-        self.figure = json.loads(fig.to_json())
+        with self.hold_sync():
+            self.figure = json.loads(fig.to_json())
+            self.revision += 1
         return fig
 
     def clear(self) -> None:
-        self.figure = {}
+        with self.hold_sync():
+            self.figure = {}
+            self.revision += 1

@@ -14,9 +14,16 @@ function plotly() {
 
 const CONFIG = { displaylogo: false, responsive: true };
 
-const idle = globalThis.requestIdleCallback || ((f) => setTimeout(f, 200));
+// at the latest after 1 s: a browser that is never idle (many pages at once on few cores) still draws
+const idle = globalThis.requestIdleCallback
+  ? (f) => globalThis.requestIdleCallback(f, { timeout: 1000 })
+  : (f) => setTimeout(f, 200);
 
 export default {
+  // the kernel re-sends the figure if this model was created with an older one (see gpucost.ui.chart.Chart)
+  initialize({ model }) {
+    model.send({ type: "revision", revision: model.get("revision") });
+  },
   render({ model, el }) {
     let Plotly = null;
     let gone = false;
@@ -39,9 +46,14 @@ export default {
     // A chart on screen draws at once; one further down (or in a hidden tab) when it comes near the screen
     // or the browser is idle, so a page of many charts shows its text and inputs first and an input change
     // redraws first what the user sees.
+    // Near the screen now? The observer's last word may be stale when its callbacks wait for a frame.
+    const near = () => {
+      const r = el.getBoundingClientRect();
+      return r.width > 0 && r.bottom > -200 && r.top < globalThis.innerHeight + 200;
+    };
     const schedule = () => {
       if (!Plotly || gone) return;
-      if (visible) draw();
+      if (visible || near()) draw();
       else if (!queued) { queued = true; idle(() => { if (queued) draw(); }); }
     };
     const seen = new IntersectionObserver((entries) => {
