@@ -3,7 +3,9 @@ driven by Playwright (``executable_path``; never a browser download)."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import json
 import os
 import re
 import shutil
@@ -101,6 +103,10 @@ class VoilaServer:
                     os.killpg(self.proc.pid, signal.SIGKILL)
                 self.proc.wait(timeout=5)
         self.log.close()
+        # kept with the screenshots: what the server said is the first thing to read when a browser test fails
+        with contextlib.suppress(OSError):
+            ARTIFACTS.mkdir(exist_ok=True)
+            shutil.copyfile(self.log.name, ARTIFACTS / "voila.log")
 
 
 def _descendants(pid: int) -> list[int]:
@@ -170,3 +176,80 @@ def assert_no_traceback(page) -> None:
     for bad in ("Traceback", "Error executing", "There was an error when executing cell",
                 "KeyError", "NameError", "Exception"):
         assert bad not in text, f"'{bad}' shown in the page"
+
+
+# ------------------------------------------------------------------------------------------------
+# Many sessions at once (tests/test_load.py, benchmarks/bench_load.py)
+# ------------------------------------------------------------------------------------------------
+
+PRECISIONS = ["fp8", "fp16", "int8", "fp32", "fp8", "fp16", "int8", "fp32", "fp8", "fp16"]
+# textContent, polled every 100 ms: innerText on every animation frame in ten pages at once lays them all
+# out continuously and starves the very rendering being waited for
+READY = ("() => { const r = document.querySelector('.gc-summary'); "
+         "return !!r && r.checkVisibility() && r.textContent.includes('cards match') }")
+
+
+async def _session(browser, url: str, i: int, all_open, stagger_s: float, timeout_ms: int) -> dict:
+    await asyncio.sleep(stagger_s * i)
+    ctx = await browser.new_context(viewport={"width": 1200, "height": 900})
+    pg = await ctx.new_page()
+    pg.set_default_timeout(timeout_ms)
+    errors: list[str] = []
+    pg.on("pageerror", lambda e: errors.append(str(e)[:200]))
+    pg.on("console", lambda m: m.type in ("error", "warning") and "Unsatisfied version" not in m.text
+          and errors.append(m.text[:200]))
+    step = "render"
+    try:
+        t0 = time.perf_counter()
+        await pg.goto(url)
+        await pg.wait_for_function(READY, polling=100)
+        rendered = time.perf_counter() - t0
+        step = "answer"
+        prec = PRECISIONS[i % len(PRECISIONS)]
+        t1 = time.perf_counter()
+        await pg.select_option(".gc-precision select", prec)
+        await pg.wait_for_function(
+            f"() => document.querySelector('.gc-chart').textContent.includes('{prec.upper()} throughput')",
+            polling=100)
+        answered = time.perf_counter() - t1
+        step = "wait for the others"
+        # longer than any one session's own steps: a session that is stuck reports its own failure
+        await asyncio.wait_for(all_open.wait(), 3 * timeout_ms / 1000)
+        config = json.loads(await pg.text_content("#jupyter-config-data"))
+        return {"rendered_s": rendered, "answered_s": answered, "chart": await pg.text_content(".gc-chart"),
+                "traceback": "Traceback" in await pg.inner_text("body"), "kernel": config["kernelId"],
+                "kernel_mib": kernel_rss_mib(config["kernelId"])}
+    except asyncio.BrokenBarrierError:
+        raise  # another session failed: its own error is the one reported
+    except Exception as exc:
+        ARTIFACTS.mkdir(exist_ok=True)
+        await pg.screenshot(path=str(ARTIFACTS / f"load-session-{i}.png"))
+        (ARTIFACTS / f"load-session-{i}.html").write_text(await pg.content())
+        await all_open.abort()  # the others stop waiting for this one
+        seen = {sel: ((await pg.text_content(sel, timeout=1000)) or "")[:160]
+                for sel in (".gc-summary", ".gc-chart .gtitle")
+                if await pg.query_selector(sel)}
+        raise AssertionError(f"session {i} failed at '{step}': {exc}; the page shows {seen}; "
+                             f"its console: {errors[-5:]}") from None
+    finally:
+        await pg.close(run_before_unload=True)  # as closing the tab does: the kernel is shut down
+        await ctx.close()
+
+
+async def run_sessions(url: str, sessions: int, stagger_s: float, timeout_ms: int = 180000) -> list[dict]:
+    """``sessions`` browser sessions of the card-choice page at ``url``, one every ``stagger_s`` seconds, all
+    kept open until every one has rendered and answered a precision change (see tests/test_load.py)."""
+    from playwright.async_api import async_playwright
+
+    all_open = asyncio.Barrier(sessions)
+    async with async_playwright() as p:
+        browser = await p.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
+        try:
+            out = await asyncio.gather(*(_session(browser, url, i, all_open, stagger_s, timeout_ms)
+                                         for i in range(sessions)), return_exceptions=True)
+        finally:
+            await browser.close()
+    failed = [r for r in out if isinstance(r, BaseException) and not isinstance(r, asyncio.BrokenBarrierError)]
+    if failed:
+        raise failed[0]
+    return out

@@ -88,6 +88,7 @@ def voila_server():
         pytest.skip("Debian's chromium is not installed (apt-get install chromium)")
     srv = VoilaServer(pool_size=1)
     srv.wait_preheated(len(list(NOTEBOOKS.glob("*.ipynb"))))
+    srv.wait_idle()  # the pools' kernels have run their notebooks
     yield srv
     srv.stop()
 

@@ -3,6 +3,8 @@ checks that numbers and charts change and that no traceback appears. Screenshots
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from .browser import ARTIFACTS, assert_no_traceback, wait_ready
@@ -165,3 +167,51 @@ def test_page_reacts_to_a_dropdown_and_shows_a_bad_value_next_to_the_input(serve
     page.wait_for_selector(".gc-inputs .gc-msg-error, .gc-status .gc-msg-error")
     assert_no_traceback(page)
     shot(page, nb.replace(".ipynb", "-bad-value"))
+
+
+def test_pages_load_nothing_from_outside_and_plotly_only_where_charts_are(server, page):
+    # every request stays on the server (the lab template's Font Awesome CDN links are gone): an offline
+    # lab or a firewall must not hold the page's scripts
+    outside = []
+    page.on("request", lambda r: outside.append(r.url) if not r.url.startswith((server.url, "data:", "blob:"))
+            else None)
+    page.goto(server.page("00_start.ipynb"))
+    wait_ready(page)
+    page.wait_for_timeout(1000)
+    assert outside == []
+    assert page.evaluate("typeof window.Plotly") == "undefined", "a page without charts evaluates no plotly.js"
+    page.goto(server.page("01_card_choice.ipynb"))
+    wait_ready(page)
+    page.wait_for_selector(".gc-chart .main-svg")
+    assert outside == []
+    assert page.evaluate("window.Plotly.version").startswith("4.")
+
+
+def test_charts_draw_without_gpucost_template_as_in_jupyterlab(server, page):
+    # under another template (as in JupyterLab) the page has no plotly.js: the PlotlyLibrary widget asks
+    # the kernel for it, and the chart still draws its points
+    page.goto(server.page("01_card_choice.ipynb", "?template=lab"))
+    wait_ready(page)
+    page.wait_for_selector(".gc-chart .scatterlayer .point", timeout=60000)
+    assert _points(page) > 5
+    assert page.evaluate("window.__gpucostPlotly.source") == "kernel"
+
+
+def test_closing_the_tab_shuts_its_kernel_down(server, chromium_browser):
+    import json
+
+    from .browser import kernel_rss_mib
+
+    ctx = chromium_browser.new_context()
+    pg = ctx.new_page()
+    pg.goto(server.page("00_start.ipynb"))
+    wait_ready(pg)
+    kernel = json.loads(pg.text_content("#jupyter-config-data"))["kernelId"]
+    assert kernel_rss_mib(kernel) > 50  # the page's kernel runs, with the app loaded
+    pg.close(run_before_unload=True)
+    ctx.close()
+    for _ in range(50):
+        if kernel_rss_mib(kernel) == 0:
+            break
+        time.sleep(0.2)
+    assert kernel_rss_mib(kernel) == 0, "the closed tab's kernel is still running"
