@@ -497,7 +497,11 @@ class Catalog:
         return self.gpus.set_index("id").loc[gid]
 
     def gpu_id(self, name: str) -> str:
-        index = gpu_alias_index(self.gpus)
+        gpus = self.gpus
+        cached = self.__dict__.get("_alias_index")
+        if cached is None or cached[0] is not gpus:  # built once per loaded gpus table
+            cached = self.__dict__["_alias_index"] = (gpus, gpu_alias_index(gpus))
+        index = cached[1]
         gid = index.get(normalize_name(name))
         if gid is None:
             raise UnknownNameError("GPU", name, list(self.gpus["id"]) + list(self.gpus["name"]))

@@ -74,6 +74,8 @@ class RulesOfThumbPage(Page):
         self.card_errors: dict[str, str] = {}
         self.cards: dict[str, dict] = {}
         self.figs: dict[str, object] = {}
+        self._relabeling = False  # relabelled dropdowns keep their values: no recomputation per card
+        self._gpu_names: tuple[int, dict[str, str]] = (0, {})
         super().__init__(lang=lang, currency=currency, catalog=catalog)
 
     # -- build -----------------------------------------------------------------------------------
@@ -115,13 +117,16 @@ class RulesOfThumbPage(Page):
             wid = w.Dropdown(options=self._options(spec, opts), value=val, style=_STYLE, layout=_IN_LAYOUT)
         wid.add_class(f"gc-in-{spec.name.replace('_', '-')}")
         self.label(wid, f"claims_in_{spec.name}")
-        wid.observe(lambda _ch, cid=cid: self._on_input(cid), names="value")
+        wid.observe(lambda _ch, cid=cid: None if self._relabeling else self._on_input(cid), names="value")
         return wid
 
     def _options(self, spec: claims.InputSpec, values) -> list[tuple[str, str]]:
         if spec.kind in ("gpu", "gpu_or_any"):
-            g = self.catalog.gpus.set_index("id")
-            names = {i: f"{g.loc[i, 'name']} ({g.loc[i, 'vram_gib']:g} GiB)" for i in g.index}
+            gpus = self.catalog.gpus
+            if self._gpu_names[0] != id(gpus):
+                self._gpu_names = (id(gpus), {i: f"{n} ({v:g} GiB)" for i, n, v in
+                                              zip(gpus["id"], gpus["name"], gpus["vram_gib"], strict=True)})
+            names = self._gpu_names[1]
             return [(self.t("any") if v == "" else names.get(v, v), v) for v in values]
         return [(self.t("any") if v == "" else str(v), v) for v in values]
 
@@ -171,13 +176,17 @@ class RulesOfThumbPage(Page):
         self.filter.options = [(self.t("claims_all"), "all")] + [(self.t(f"claims_verdict_{v}"), v)
                                                                  for v in claims.VERDICTS]
         self.filter.value = fv
-        for cid, card in self.cards.items():
-            specs = {s.name: s for s in claims.get_claim(cid).inputs}
-            for name, wid in card["widgets"].items():
-                if isinstance(wid, w.Dropdown):
-                    val = wid.value
-                    wid.options = self._options(specs[name], [o[1] for o in wid.options])
-                    wid.value = val
+        self._relabeling = True  # the language switch recomputes every card once, after this
+        try:
+            for cid, card in self.cards.items():
+                specs = {s.name: s for s in claims.get_claim(cid).inputs}
+                for name, wid in card["widgets"].items():
+                    if isinstance(wid, w.Dropdown):
+                        val = wid.value
+                        wid.options = self._options(specs[name], [o[1] for o in wid.options])
+                        wid.value = val
+        finally:
+            self._relabeling = False
         self.legend.value = "<ul class='gc-help'>" + "".join(
             f"<li><b style='color:{VERDICT_COLORS[v]}'>{html.escape(self.t(f'claims_verdict_{v}'))}</b>: "
             f"{html.escape(self.t(f'claims_verdict_{v}_help'))}</li>" for v in claims.VERDICTS) + "</ul>"

@@ -40,6 +40,7 @@ class ScenarioTcoPage(Page):
         self._populated: dict[str, object] = {}
         self._busy = False
         self._mc_running = False
+        self._last_resolved: tuple | None = None
         super().__init__(lang=lang, currency=currency, catalog=catalog)
 
     # -- build -----------------------------------------------------------------------------------
@@ -160,7 +161,7 @@ class ScenarioTcoPage(Page):
         if not name:
             raise GpucostError(self.t("tco_no_scenarios"))
         sc = tco.load_scenario(name)
-        inp = tco.resolve(sc, self.catalog, currency=self.state.currency)
+        inp = self._resolve(sc)
         p = inp.params
         self.scenario = sc
         self._busy = True
@@ -274,7 +275,19 @@ class ScenarioTcoPage(Page):
         """The picked scenario with the page's edits applied (validated like a file)."""
         if self.scenario is None:
             raise GpucostError(self.t("tco_no_scenarios"))
-        return self.scenario.updated(self._changes())
+        changes = self._changes()
+        return self.scenario.updated(changes) if changes else self.scenario
+
+    def _resolve(self, sc: tco.Scenario, months: int | None = None) -> tco.Inputs:
+        """``tco.resolve`` in the display currency; a scenario just picked is resolved once, not again for
+        its first computation."""
+        last = self._last_resolved
+        if last is not None and last[0] is sc and last[1] is self.catalog and last[2] == self.state.currency \
+                and (months == last[3] or (last[3] is None and months == last[4].horizon_months)):
+            return last[4]
+        inp = tco.resolve(sc, self.catalog, currency=self.state.currency, months=months)
+        self._last_resolved = (sc, self.catalog, self.state.currency, months, inp)
+        return inp
 
     # -- compute -----------------------------------------------------------------------------------
     def _sync_money_currency(self) -> None:
@@ -301,7 +314,7 @@ class ScenarioTcoPage(Page):
     def refresh(self) -> None:
         self._sync_money_currency()
         sc = self.current_scenario()
-        inp = tco.resolve(sc, self.catalog, currency=self.state.currency, months=int(self.months.value))
+        inp = self._resolve(sc, months=int(self.months.value))
         self.inputs_resolved = inp
         self.result = tco.evaluate(inp)
         self.tornado_result = tco.tornado(inp, self.result)
