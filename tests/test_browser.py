@@ -3,6 +3,7 @@ checks that numbers and charts change and that no traceback appears. Screenshots
 
 from __future__ import annotations
 
+import re
 import time
 
 import pytest
@@ -13,6 +14,7 @@ from .conftest import NOTEBOOKS
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(600)]
 
 PAGES = sorted(p.name for p in NOTEBOOKS.glob("*.ipynb"))
+CJK = re.compile("[\u4e00-\u9fff]")
 
 
 @pytest.fixture
@@ -40,10 +42,19 @@ def test_every_page_renders_and_switches_to_chinese(server, page, nb):
     wait_ready(page)
     assert_no_traceback(page)
     assert "Card choice" in _nav_text(page)
+    # the page's heading names it as the navigation does and says what it answers, in the page's language
+    here = page.inner_text(".gc-nav .gc-here")
+    title, question = page.inner_text(".gc-page-title"), page.inner_text(".gc-page-question")
+    assert title == (here if nb != "00_start.ipynb" else "gpucost")
+    assert question.endswith("?") and not CJK.search(title + question)
     shot(page, nb.replace(".ipynb", "-en"))
     page.click(".gc-lang button:has-text('简体中文')")
     page.wait_for_function("() => document.querySelector('.gc-nav').innerText.includes('选卡')")
     assert_no_traceback(page)
+    zh_question = page.inner_text(".gc-page-question")
+    assert CJK.search(zh_question) and zh_question != question
+    if nb != "00_start.ipynb":
+        assert page.inner_text(".gc-page-title") == page.inner_text(".gc-nav .gc-here") != title
     shot(page, nb.replace(".ipynb", "-zh"))
 
 

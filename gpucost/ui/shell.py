@@ -36,6 +36,8 @@ RECORD_MIME = "application/vnd.gpucost+json"
 
 CSS = """
 <style>
+.gc-heading h1 {font-size:1.7em; font-weight:400; margin:0.3em 0 0.1em 0;}
+.gc-heading p {margin:0 0 0.5em 0; color:#444;}
 .gc-header {display:flex; flex-wrap:wrap; align-items:center; gap:0.4em 1.2em; padding:0.4em 0.2em;
   border-bottom:2px solid #3b6ea8; margin-bottom:0.6em}
 .gc-title {font-size:1.35em; font-weight:700; color:#24476f; margin-right:0.6em}
@@ -197,6 +199,8 @@ class Page:
 
     # -- shell -----------------------------------------------------------------------------------
     def _build_shell(self) -> None:
+        self.heading = w.HTML()  # the page's name and the question it answers, in the page's language
+        self.heading.add_class("gc-heading")
         self.title = w.HTML()
         self.nav = w.HTML()
         self.lang_toggle = w.ToggleButtons(options=[(v, k) for k, v in LANGUAGES.items()],
@@ -216,6 +220,7 @@ class Page:
         self.asof = w.HTML()
         self.upload = w.FileUpload(accept=".csv", multiple=False)
         self.upload.add_class("gc-upload")
+        self.label(self.upload, "upload_button")
         self.upload_msg = w.HTML()
         self.upload.observe(self._on_upload, names="value")
         self.inputs = w.VBox(layout=w.Layout(width="100%"))
@@ -249,6 +254,11 @@ class Page:
     def relabel_all(self) -> None:
         lang = self.state.lang
         self.title.value = f'<span class="gc-title">{html.escape(t("app_title", lang))}</span>'
+        start = self.page_id not in PAGES or self.page_id == "start"
+        name = t("app_title" if start else PAGES[self.page_id][1], lang)
+        question = t("app_tagline" if start else f"start_q_{self.page_id}", lang)
+        self.heading.value = (f'<h1 class="gc-page-title">{html.escape(name)}</h1>'
+                              f'<p class="gc-page-question">{html.escape(question)}</p>')
         links = []
         for pid, (nb, key) in PAGES.items():
             cls = ' class="gc-here"' if pid == self.page_id else ""
@@ -322,7 +332,8 @@ class Page:
         body = w.HBox([self.inputs, self.results], layout=w.Layout(width="100%"))
         body.add_class("gc-body")
         extra = [self._plotly] if self._plotly is not None else []
-        return w.VBox([w.HTML(CSS), *extra, self.header, self.status, body], layout=w.Layout(width="100%"))
+        return w.VBox([w.HTML(CSS), *extra, self.heading, self.header, self.status, body],
+                      layout=w.Layout(width="100%"))
 
     def display(self) -> None:
         root = self.widget()
