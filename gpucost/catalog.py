@@ -18,7 +18,7 @@ import ast
 import io
 import os
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
@@ -375,6 +375,19 @@ def gpu_alias_index(gpus: pd.DataFrame) -> dict[str, str]:
 # --------------------------------------------------------------------------------------------------
 
 _CACHE: dict[tuple, pd.DataFrame] = {}
+_DERIVED: dict[tuple[str, int], tuple[pd.DataFrame, object]] = {}
+
+
+def derived(table: pd.DataFrame, what: str, build: Callable[[pd.DataFrame], object]):
+    """``build(table)``, computed once per loaded table and kept (loaded tables are read-only, see
+    :func:`load_table`): an index or parsed form that callers ask for many times per page or command."""
+    key = (what, id(table))
+    hit = _DERIVED.get(key)
+    if hit is None or hit[0] is not table:  # an id is reused only after its table is gone
+        if len(_DERIVED) > 64:
+            _DERIVED.clear()
+        hit = _DERIVED[key] = (table, build(table))
+    return hit[1]
 
 
 def _file_key(path: Path) -> tuple:
@@ -497,11 +510,7 @@ class Catalog:
         return self.gpus.set_index("id").loc[gid]
 
     def gpu_id(self, name: str) -> str:
-        gpus = self.gpus
-        cached = self.__dict__.get("_alias_index")
-        if cached is None or cached[0] is not gpus:  # built once per loaded gpus table
-            cached = self.__dict__["_alias_index"] = (gpus, gpu_alias_index(gpus))
-        index = cached[1]
+        index = derived(self.gpus, "alias_index", gpu_alias_index)
         gid = index.get(normalize_name(name))
         if gid is None:
             raise UnknownNameError("GPU", name, list(self.gpus["id"]) + list(self.gpus["name"]))

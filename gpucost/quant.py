@@ -22,7 +22,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from gpucost.catalog import Catalog
+from gpucost.catalog import Catalog, derived
 from gpucost.errors import GpucostError, UnknownNameError
 from gpucost.models import ModelSpec, weight_tensors
 
@@ -137,23 +137,15 @@ FORMAT_ALIASES = {"fp8": "fp8-e4m3", "int8": "bnb-int8", "nf4": "bnb-nf4-dq", "q
                   "fp4": "bnb-fp4", "int4": "gptq-4bit-g128"}
 
 
-_FORMATS: dict[int, tuple[object, dict[str, QuantFormat]]] = {}
-
-
 def formats(catalog: Catalog) -> dict[str, QuantFormat]:
     """Every format of quant_formats.csv by id, in table order.
 
-    Parsed once per loaded table (tables are cached and read-only): a page asks for formats hundreds of
-    times while it builds, and parsing the table each time took half a second of the fit page's start.
+    Parsed once per loaded table: a page asks for formats hundreds of times while it builds, and parsing
+    the table each time took half a second of the fit page's start.
     """
-    table = catalog.table("quant_formats")
-    hit = _FORMATS.get(id(table))
-    if hit is None or hit[0] is not table:
-        if len(_FORMATS) > 16:
-            _FORMATS.clear()
-        hit = _FORMATS[id(table)] = (table, {r["id"]: format_from_row(r)
-                                             for r in table.to_dict(orient="records")})
-    return dict(hit[1])
+    parsed = derived(catalog.table("quant_formats"), "quant_formats",
+                     lambda t: {r["id"]: format_from_row(r) for r in t.to_dict(orient="records")})
+    return dict(parsed)
 
 
 def get_format(name: str, catalog: Catalog | None = None) -> QuantFormat:

@@ -12,6 +12,7 @@ import ipywidgets as w
 import plotly.graph_objects as go
 
 from gpucost import claims
+from gpucost.catalog import derived
 from gpucost.errors import GpucostError
 from gpucost.ui.shell import Page
 
@@ -74,8 +75,6 @@ class RulesOfThumbPage(Page):
         self.card_errors: dict[str, str] = {}
         self.cards: dict[str, dict] = {}
         self.figs: dict[str, object] = {}
-        self._relabeling = False  # relabelled dropdowns keep their values: no recomputation per card
-        self._gpu_names: tuple[int, dict[str, str]] = (0, {})
         super().__init__(lang=lang, currency=currency, catalog=catalog)
 
     # -- build -----------------------------------------------------------------------------------
@@ -117,16 +116,13 @@ class RulesOfThumbPage(Page):
             wid = w.Dropdown(options=self._options(spec, opts), value=val, style=_STYLE, layout=_IN_LAYOUT)
         wid.add_class(f"gc-in-{spec.name.replace('_', '-')}")
         self.label(wid, f"claims_in_{spec.name}")
-        wid.observe(lambda _ch, cid=cid: None if self._relabeling else self._on_input(cid), names="value")
+        wid.observe(lambda _ch, cid=cid: self._on_input(cid), names="value")
         return wid
 
     def _options(self, spec: claims.InputSpec, values) -> list[tuple[str, str]]:
         if spec.kind in ("gpu", "gpu_or_any"):
-            gpus = self.catalog.gpus
-            if self._gpu_names[0] != id(gpus):
-                self._gpu_names = (id(gpus), {i: f"{n} ({v:g} GiB)" for i, n, v in
-                                              zip(gpus["id"], gpus["name"], gpus["vram_gib"], strict=True)})
-            names = self._gpu_names[1]
+            names = derived(self.catalog.gpus, "option_names", lambda g: {
+                i: f"{n} ({v:g} GiB)" for i, n, v in zip(g["id"], g["name"], g["vram_gib"], strict=True)})
             return [(self.t("any") if v == "" else names.get(v, v), v) for v in values]
         return [(self.t("any") if v == "" else str(v), v) for v in values]
 
@@ -176,17 +172,13 @@ class RulesOfThumbPage(Page):
         self.filter.options = [(self.t("claims_all"), "all")] + [(self.t(f"claims_verdict_{v}"), v)
                                                                  for v in claims.VERDICTS]
         self.filter.value = fv
-        self._relabeling = True  # the language switch recomputes every card once, after this
-        try:
-            for cid, card in self.cards.items():
-                specs = {s.name: s for s in claims.get_claim(cid).inputs}
-                for name, wid in card["widgets"].items():
-                    if isinstance(wid, w.Dropdown):
-                        val = wid.value
-                        wid.options = self._options(specs[name], [o[1] for o in wid.options])
-                        wid.value = val
-        finally:
-            self._relabeling = False
+        for cid, card in self.cards.items():
+            specs = {s.name: s for s in claims.get_claim(cid).inputs}
+            for name, wid in card["widgets"].items():
+                if isinstance(wid, w.Dropdown):
+                    val = wid.value
+                    wid.options = self._options(specs[name], [o[1] for o in wid.options])
+                    wid.value = val
         self.legend.value = "<ul class='gc-help'>" + "".join(
             f"<li><b style='color:{VERDICT_COLORS[v]}'>{html.escape(self.t(f'claims_verdict_{v}'))}</b>: "
             f"{html.escape(self.t(f'claims_verdict_{v}_help'))}</li>" for v in claims.VERDICTS) + "</ul>"
@@ -228,6 +220,8 @@ class RulesOfThumbPage(Page):
             raise first
 
     def _on_input(self, cid: str) -> None:
+        if self.refresh_pending():  # relabelling or a reset: every card is recomputed once, after it
+            return
         try:
             self._compute(cid)
         except GpucostError:
@@ -244,14 +238,12 @@ class RulesOfThumbPage(Page):
     def _reset(self) -> None:
         self._settings = {}
         init = self._initial()
-        for cid, card in self.cards.items():
-            for name, wid in card["widgets"].items():
-                v = init[cid][name]
-                if isinstance(wid, w.Text):
-                    v = "" if v is None else str(v)
-                with wid.hold_trait_notifications():
-                    wid.value = v
-        self.safe_refresh()
+        with self.refresh_once():
+            for cid, card in self.cards.items():
+                for name, wid in card["widgets"].items():
+                    v = init[cid][name]
+                    wid.value = ("" if v is None else str(v)) if isinstance(wid, w.Text) else v
+            self.safe_refresh()
 
     def _summarize(self) -> None:
         counts = {v: 0 for v in claims.VERDICTS}

@@ -248,8 +248,9 @@ class Page:
             self.state.lang = lang
 
     def _on_lang(self, _change=None) -> None:
-        self.relabel_all()
-        self.safe_refresh()
+        with self.refresh_once():  # inputs relabelled with their values kept: one recomputation at the end
+            self.relabel_all()
+            self.safe_refresh()
 
     def relabel_all(self) -> None:
         lang = self.state.lang
@@ -315,10 +316,16 @@ class Page:
             if self._pending:
                 self.safe_refresh()
 
-    def safe_refresh(self) -> None:
-        """Recompute; a bad input or data problem becomes a message in the page, never a traceback."""
+    def refresh_pending(self) -> bool:
+        """Inside :meth:`refresh_once`: ask for its recomputation at the end and return True (the caller
+        need not recompute now); False elsewhere."""
         if self._held:
             self._pending = True
+        return self._held
+
+    def safe_refresh(self) -> None:
+        """Recompute; a bad input or data problem becomes a message in the page, never a traceback."""
+        if self.refresh_pending():
             return
         try:
             self.refresh()
