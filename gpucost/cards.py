@@ -21,6 +21,7 @@ import pandas as pd
 
 from gpucost.catalog import Catalog
 from gpucost.errors import GpucostError, UnknownNameError
+from gpucost.pricing import card_table
 
 #: precision → the gpus.csv column with its dense throughput
 PRECISION_COLUMN = {
@@ -120,48 +121,6 @@ class Ranking:
 
 
 # --------------------------------------------------------------------------------------------------
-
-def price_summary(catalog: Catalog, currency: str) -> pd.DataFrame:
-    """Per GPU: price_new, price_used and cloud_hourly in ``currency``, each with its source and date.
-
-    Rows of channel ``server-quote`` (a whole server) are left out. A card's street price is the median
-    of its rows in the display currency when there are any (a
-    Chinese buyer sees Chinese prices), else the median of all its rows converted through fx.csv. The
-    cloud price is the lowest on-demand price per GPU-hour over all offers.
-    """
-    currency = currency.upper()
-    catalog.fx_rate(currency)  # raises on an unknown currency
-    prices = catalog.prices
-    rates = catalog.fx.set_index("currency")["per_usd"]
-    out = pd.DataFrame(index=pd.Index(catalog.gpus["id"], name="id"))
-    # a server quote is the price of a whole machine (several cards and the host), not of one card
-    per_card = prices[prices["channel"].fillna("").str.lower() != "server-quote"]
-    for cond in ("new", "used"):
-        rows = per_card[per_card["condition"] == cond].copy()
-        rows["in_target"] = rows["currency"] == currency
-        rows["value"] = rows["price"] * (rates[currency] / rows["currency"].map(rates).to_numpy())
-        has_local = rows.groupby("gpu_id")["in_target"].transform("any")
-        rows = rows[~has_local | rows["in_target"]]
-        g = rows.groupby("gpu_id")
-        out[f"price_{cond}"] = g["value"].median()
-        out[f"price_{cond}_source"] = g["source"].agg(lambda s: " ; ".join(dict.fromkeys(s)))
-        out[f"price_{cond}_as_of"] = g["as_of"].max()
-    offers = catalog.offers
-    per_gpu = offers["Price"] / offers["AcceleratorCount"]
-    per_gpu = per_gpu * (rates[currency] / offers["currency"].map(rates).to_numpy())
-    o = offers.assign(per_gpu=per_gpu).dropna(subset=["per_gpu"]).sort_values("per_gpu")
-    best = o.groupby("gpu_id").first()
-    out["cloud_hourly"] = best["per_gpu"]
-    out["cloud_source"] = best["source"]
-    out["cloud_as_of"] = best["as_of"]
-    out["cloud_offer"] = best["provider"] + " " + best["InstanceType"]
-    return out.reset_index()
-
-
-def card_table(catalog: Catalog, currency: str = "USD") -> pd.DataFrame:
-    """The gpus table joined with its prices in ``currency`` (see :func:`price_summary`)."""
-    return catalog.gpus.merge(price_summary(catalog, currency), on="id", how="left")
-
 
 def weights_gib(params_b: float, bits_per_weight: float) -> float:
     """Weight memory [GiB] of ``params_b`` billion parameters at ``bits_per_weight``."""

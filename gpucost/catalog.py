@@ -54,7 +54,9 @@ SCHEMAS: dict[str, dict[str, str]] = {
         "mem_bandwidth_gbps": "num+", "fp32_tflops": "num+?", "fp16_tflops": "num+?",
         "bf16_tflops": "num+?", "fp8_tflops": "num+?", "int8_tops": "num+?", "tdp_w": "num+?",
         "pcie_gen": "int+?", "nvlink_gbps": "num+?", "link_name": "str?", "mig_max_instances": "int0",
-        "release_year": "int+?", "aliases": "str?", **SOURCE_COLS,
+        "release_year": "int+?", "form_factor": "enum:pcie|sxm|oam|superchip|soc?",
+        "host_type": "enum:desktop|workstation|pcie_server|baseboard_server|rack|mini_pc?",
+        "aliases": "str?", **SOURCE_COLS,
     },
     "prices": {
         "gpu_id": "ref:gpus", "condition": "enum:new|used", "price": "num+", "currency": "currency",
@@ -106,6 +108,9 @@ SCHEMAS: dict[str, dict[str, str]] = {
         "max_instances": "int+", "placements": "str", "media_extensions": "bool", **SOURCE_COLS,
     },
 }
+
+#: optional columns a table gained after its first release (a user's file written before may lack them)
+OPTIONAL_NEW_COLUMNS: dict[str, tuple[str, ...]] = {"gpus": ("form_factor", "host_type")}
 
 #: Tables whose rows refer to other tables load those first (for ``ref:`` and ``currency`` checks).
 TABLE_NAMES: tuple[str, ...] = tuple(SCHEMAS)
@@ -179,6 +184,10 @@ def validate(df: pd.DataFrame, name: str, *, label: str | None = None,
     label = label or f"{name}.csv"
     schema = SCHEMAS[name]
     cols = list(df.columns)
+    #: optional columns added to a schema later may be absent from a user's older file: empty everywhere
+    absent = [c for c in OPTIONAL_NEW_COLUMNS.get(name, ()) if c not in df.columns]
+    if absent:
+        df = df.assign(**{c: "" for c in absent})
     for col in schema:
         if col not in df.columns:
             extra = [c for c in cols if c not in schema]
@@ -375,18 +384,21 @@ def gpu_alias_index(gpus: pd.DataFrame) -> dict[str, str]:
 # --------------------------------------------------------------------------------------------------
 
 _CACHE: dict[tuple, pd.DataFrame] = {}
-_DERIVED: dict[tuple[str, int], tuple[pd.DataFrame, object]] = {}
+_DERIVED: dict[tuple, tuple[tuple, object]] = {}
 
 
-def derived(table: pd.DataFrame, what: str, build: Callable[[pd.DataFrame], object]):
-    """``build(table)``, computed once per loaded table and kept (loaded tables are read-only, see
-    :func:`load_table`): an index or parsed form that callers ask for many times per page or command."""
-    key = (what, id(table))
+def derived(tables, what: str, build: Callable):
+    """``build(tables)``, computed once per loaded table (or tuple of tables) and kept: an index, a
+    parsed form or a summary that callers ask for many times per page or command. Loaded tables are
+    read-only (see :func:`load_table`), so identity is the key; the cache is the one place derived data
+    lives (every engine uses it instead of a module cache of its own)."""
+    group = tables if isinstance(tables, tuple) else (tables,)
+    key = (what, *map(id, group))
     hit = _DERIVED.get(key)
-    if hit is None or hit[0] is not table:  # an id is reused only after its table is gone
-        if len(_DERIVED) > 64:
+    if hit is None or any(a is not b for a, b in zip(hit[0], group, strict=True)):
+        if len(_DERIVED) > 256:  # an id is reused only after its table is gone: drop stale entries
             _DERIVED.clear()
-        hit = _DERIVED[key] = (table, build(table))
+        hit = _DERIVED[key] = (group, build(tables))
     return hit[1]
 
 
@@ -530,6 +542,30 @@ class Catalog:
 
     def currencies(self) -> list[str]:
         return list(self.fx["currency"])
+
+    def default_row(self, key: str, variant: str | None = None, region: str | None = None) -> dict | None:
+        """The tco_defaults.csv row for ``key`` (and ``variant``, case-insensitive); ``region`` matches
+        exactly, then by country (US-CA → US), then a row without a region. None when there is none."""
+        rows = derived(self.table("tco_defaults"), "default_rows",
+                       lambda t: t.to_dict(orient="records"))
+        rows = [r for r in rows if r["key"] == key
+                and (variant is None or str(r["variant"]).lower() == variant.lower())]
+        if region is not None:
+            for want in (region.upper(), region.split("-")[0].upper(), ""):
+                exact = [r for r in rows if str(r["region"]).upper() == want]
+                if exact:
+                    return exact[0]
+            return None
+        return rows[0] if rows else None
+
+    def default_value(self, key: str, variant: str | None = None) -> tuple[float, str]:
+        """(value, "source (as_of)") of a tco_defaults.csv row; DataError-free GpucostError when missing."""
+        from gpucost.errors import GpucostError
+
+        r = self.default_row(key, variant)
+        if r is None:
+            raise GpucostError(f"no '{key}'{f' ({variant})' if variant else ''} in tco_defaults.csv")
+        return float(r["value"]), f"{r['source']} ({r['as_of']})"
 
     def as_of(self, name: str) -> str:
         """The newest as-of date in a table (what the pages show as the date of their prices)."""

@@ -26,6 +26,7 @@ also the weights), activations per micro-batch (:func:`training_activation_bytes
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from functools import lru_cache
 
@@ -44,14 +45,16 @@ from gpucost.quant import (
     weight_bytes,
     weights_file_gib,
 )
+from gpucost.specs import DEFAULTS
+from gpucost.specs import ENGINES as SPEC_ENGINES
 
 MODES = ("inference", "full", "lora", "qlora")
-ENGINES = ("transformers", "vllm", "llama.cpp", "tensorrt-llm")
+ENGINES = SPEC_ENGINES  # the one list (gpucost.specs); ENGINE_PROFILES below covers exactly these
 TRAINING_FRAMEWORKS = ("transformers", "torchtune")
 OFFLOADS = ("none", "cpu", "nvme")
-#: GPU counts tried for "how many cards" (tensor parallel needs the heads to divide evenly)
+#: GPU counts tried for "how many cards" to serve a model (tensor parallel needs the heads to divide
+#: evenly); training counts are exact: the fewest data-parallel ranks up to DEFAULTS.max_gpus (bisection)
 INFERENCE_GPU_COUNTS = (1, 2, 3, 4, 6, 8, 16)
-TRAINING_GPU_COUNTS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
 
 #: CUDA context of one process [GiB]: 128–256 MiB per GPU with CUDA's lazy module loading, the Linux
 #: default since CUDA 12.2 (InvokeAI PR #9447, https://github.com/invoke-ai/InvokeAI/pull/9447, measured
@@ -216,6 +219,8 @@ class Setup:
     lora_targets: str = "all-linear"
     kv_dtype: str = "fp16"
     parallel: str | None = None      # tensor | layer; None: the engine's default
+    tp: int = 1                      # training: tensor-parallel ranks (Megatron-style)
+    pp: int = 1                      # training: pipeline stages
     prompt: int | None = None        # [tokens] in the largest forward pass; None: the whole context
     gpu_layers: int | None = None    # llama.cpp -ngl: layers on the GPU (None: all)
     flash_attention: bool = True
@@ -228,10 +233,16 @@ class Setup:
     def is_training(self) -> bool:
         return self.mode != "inference"
 
+    @property
+    def model_parallel(self) -> int:
+        """GPUs one copy of the model is split over (tensor × pipeline); the rest is data parallel."""
+        return self.tp * self.pp if self.is_training else 1
+
 
 @dataclass(frozen=True)
 class Estimate:
-    """A memory estimate: per-GPU breakdown [GiB], what lands in CPU RAM and on NVMe [GiB], the weights file."""
+    """A memory estimate: per-GPU breakdown [GiB], what lands in CPU RAM and on NVMe for the whole job (all
+    GPUs together) [GiB], the weights file."""
 
     model: str
     quant: str
@@ -445,8 +456,14 @@ def training_activation_bytes(spec_arrays: dict, seq: float, micro_batch: float,
 
 
 def _training_bytes(a: dict, N, s: Setup, trainable, fmt_quantized: bool) -> dict[str, np.ndarray]:
-    """Per-GPU and CPU/NVMe bytes of a training setup for GPU counts ``N`` (broadcast)."""
+    """Per-GPU and CPU/NVMe bytes of a training setup for data-parallel rank counts ``N`` (broadcast).
+
+    Tensor × pipeline parallel (``s.tp``, ``s.pp``) split the model states over ``tp × pp`` GPUs (each
+    holds that share of the layers' weights, gradients and optimizer states) and the activations over
+    ``tp`` (Megatron-style tensor parallel splits them; the first pipeline stage keeps ``pp``
+    micro-batches in flight, which offsets its 1/pp share of the layers); CPU/NVMe likewise per GPU."""
     N = np.asarray(N, dtype=float)
+    mp, tp = float(s.tp * s.pp), float(s.tp)
     prof = TRAINING_PROFILES[s.engine]
     prec = PRECISIONS[prof["precision"]]
     opt_name = s.optimizer or ("paged-adamw" if s.mode == "qlora" else "adamw")
@@ -498,9 +515,12 @@ def _training_bytes(a: dict, N, s: Setup, trainable, fmt_quantized: bool) -> dic
             opt_gpu = opt_gpu * 0.0
     act = training_activation_bytes(a, float(s.context), float(s.batch), s.flash_attention,
                                     s.grad_checkpointing, prof["logit_bytes"])
-    if fmt_quantized:  # QLoRA dequantizes one weight matrix at a time to the compute dtype
-        act = act + a["largest_block"] * ACT_BYTES
+    # QLoRA dequantizes one weight matrix at a time to the compute dtype
+    act = act + np.where(fmt_quantized, a["largest_block"] * ACT_BYTES, 0.0)
     overhead = CUDA_CONTEXT_GIB * GIB
+    if mp > 1:
+        weights, grads, opt_gpu, cpu, nvme = (x / mp for x in (weights, grads, opt_gpu, cpu, nvme))
+        act = act / tp
     shape = np.broadcast(weights, grads, opt_gpu, act, N).shape
     return {"weights": np.broadcast_to(weights, shape), "kv_cache": np.zeros(shape),
             "activations": np.broadcast_to(act, shape), "gradients": np.broadcast_to(grads, shape),
@@ -544,6 +564,13 @@ def check_setup(spec: ModelSpec, fmt: QuantFormat, s: Setup) -> Setup:
             raise UnknownNameError("optimizer", opt, OPTIMIZERS)
         if s.mode in ("lora", "qlora") and s.lora_rank < 1:
             raise GpucostError(f"LoRA rank must be >= 1, not {s.lora_rank}")
+        if s.tp < 1 or s.pp < 1 or s.gpus % (s.tp * s.pp):
+            raise GpucostError(f"{s.gpus} GPUs do not split into tensor x pipeline parallel {s.tp} x {s.pp}")
+        if s.tp > 1 and spec.num_attention_heads % s.tp:
+            raise GpucostError(f"tensor parallel over {s.tp} GPUs needs the {spec.num_attention_heads} attention "
+                               "heads to divide evenly")
+        if s.pp > spec.num_layers:
+            raise GpucostError(f"{s.pp} pipeline stages are more than the model's {spec.num_layers} layers")
     else:
         if s.engine not in ENGINE_PROFILES:
             raise UnknownNameError("engine", s.engine, ENGINE_PROFILES)
@@ -578,7 +605,7 @@ def estimate(spec: ModelSpec, fmt: QuantFormat, setup: Setup | None = None, **kw
     trainable = 0.0
     if s.is_training:
         trainable = spec.params_total if s.mode == "full" else lora_trainable_params(spec, s.lora_rank, s.lora_targets)
-        b = _training_bytes(a, s.gpus, s, trainable, fmt.is_quantized)
+        b = _training_bytes(a, s.gpus // s.model_parallel, s, trainable, fmt.is_quantized)
         opt = s.optimizer or ("paged-adamw" if s.mode == "qlora" else "adamw")
         if OPTIMIZERS[opt]["paged"]:
             notes.append("paged optimizer: its states are counted in CPU RAM (they stay on the GPU while it "
@@ -612,7 +639,7 @@ def _per_gpu_totals(spec: ModelSpec, fmt: QuantFormat, s: Setup, counts) -> np.n
     N = np.asarray(counts, dtype=float)
     if s.is_training:
         trainable = spec.params_total if s.mode == "full" else lora_trainable_params(spec, s.lora_rank, s.lora_targets)
-        b = _training_bytes(a, N, s, trainable, fmt.is_quantized)
+        b = _training_bytes(a, N / s.model_parallel, s, trainable, fmt.is_quantized)
     else:
         b = _inference_bytes(a, N, s, ENGINE_PROFILES[s.engine])
     tot = sum(b[k] for k in ("weights", "kv_cache", "activations", "gradients", "optimizer", "overhead"))
@@ -634,35 +661,82 @@ def usable_gib(vram_gib, engine: str, mode: str = "inference"):
     return np.asarray(vram_gib, dtype=float)
 
 
-def card_fits(spec: ModelSpec, fmt: QuantFormat, setup: Setup, cards: pd.DataFrame) -> list[CardFit]:
-    """For each card: the fewest cards that hold the setup (the count tried from GPU counts), and why not."""
+def _bisect_min(total_at, usable, top: int):
+    """The fewest N in [1, top] with ``total_at(N) <= usable`` for a per-GPU total that does not grow with
+    N (arrays broadcast, bisection on every element at once); 0 where even ``top`` does not fit."""
+    usable = np.asarray(usable, dtype=float)
+    t1, tt = np.asarray(total_at(1.0)), np.asarray(total_at(float(top)))
+    shape = np.broadcast(t1, tt, usable).shape
+    ok1, okt = np.broadcast_to(t1 <= usable, shape), np.broadcast_to(tt <= usable, shape)
+    lo, hi = np.ones(shape), np.full(shape, float(top))
+    while np.any(hi - lo > 1):
+        mid = np.floor((lo + hi) / 2)
+        ok = np.asarray(total_at(mid)) <= usable
+        hi, lo = np.where(ok, mid, hi), np.where(ok, lo, mid)
+    return np.where(ok1, 1, np.where(okt, hi, 0)).astype(int)
+
+
+def _training_total(a: dict, s: Setup, trainable, quantized) -> Callable:
+    """N (data-parallel ranks, array) → per-GPU total bytes of a training setup."""
+    def total(N):
+        b = _training_bytes(a, N, s, trainable, quantized)
+        return sum(b[k] for k in ("weights", "kv_cache", "activations", "gradients", "optimizer", "overhead"))
+    return total
+
+
+def _training_top(s: Setup, max_gpus: int) -> int:
+    """The most data-parallel ranks tried: 1 without ZeRO (every rank holds everything)."""
+    return 1 if s.zero == 0 else max(max_gpus // s.model_parallel, 1)
+
+
+def min_gpus(spec: ModelSpec, fmt: QuantFormat, setup: Setup, vram_gib: float, *,
+             max_gpus: int = DEFAULTS.max_gpus, reserve_gib: float = 0.0) -> tuple[int | None, float]:
+    """The fewest cards of ``vram_gib`` that hold ``setup`` and the per-GPU memory there [GiB].
+
+    Training: a multiple of tensor × pipeline parallel, exact up to ``max_gpus`` (ZeRO shards the model
+    states over the data-parallel ranks; without ZeRO every rank holds everything). Inference: the
+    counts of :data:`INFERENCE_GPU_COUNTS` the engine can split over. None when no count fits; the
+    per-GPU figure is then the one on the most cards tried."""
     s = check_setup(spec, fmt, setup)
-    counts = TRAINING_GPU_COUNTS if s.is_training else INFERENCE_GPU_COUNTS
-    if s.is_training and s.zero == 0:
-        counts = (1,)
-    totals = _per_gpu_totals(spec, fmt, s, counts) / GIB
-    one = float(_per_gpu_totals(spec, fmt, replace(s, gpus=1), (1,))[0] / GIB)
+    usable = float(usable_gib(vram_gib, s.engine, s.mode)) - reserve_gib
+    if not s.is_training:
+        counts = INFERENCE_GPU_COUNTS
+        tot = _per_gpu_totals(spec, fmt, s, counts) / GIB
+        ok = tot <= usable
+        i = int(np.argmax(ok)) if ok.any() else len(counts) - 1
+        return (int(counts[i]) if ok.any() else None), float(tot[i])
+    a = _arrays([(spec, fmt)])
+    trainable = spec.params_total if s.mode == "full" else lora_trainable_params(spec, s.lora_rank, s.lora_targets)
+    total = _training_total(a, s, trainable, fmt.is_quantized)
+    top = _training_top(s, max_gpus)
+    k = int(_bisect_min(total, usable * GIB, top).reshape(-1)[0])
+    at = k if k else top
+    return (k * s.model_parallel if k else None), float(np.asarray(total(float(at))).reshape(-1)[0] / GIB)
+
+
+def card_fits(spec: ModelSpec, fmt: QuantFormat, setup: Setup, cards: pd.DataFrame) -> list[CardFit]:
+    """For each card: the fewest cards that hold the setup (:func:`min_gpus`' rule), and why not."""
+    s = check_setup(spec, fmt, setup)
+    one = float(_per_gpu_totals(spec, fmt, replace(s, gpus=s.model_parallel), (s.model_parallel,))[0] / GIB)
     out = []
     for r in cards.itertuples(index=False):
         usable = float(usable_gib(r.vram_gib, s.engine, s.mode))
         caveat = check_format_for_gpu(fmt, getattr(r, "compute_capability", None), r.vendor)
-        ok = totals <= usable
-        n = int(counts[int(np.argmax(ok))]) if ok.any() else None
-        if n is None and len(counts) == 1:
+        n, per = min_gpus(spec, fmt, s, float(r.vram_gib))
+        if n is None and s.is_training and s.zero == 0:
             reason = (f"needs {one:.1f} GiB, more than {usable:.1f} GiB; ZeRO stage 0 keeps a full copy on every "
                       "GPU (use --zero 1-3 to spread it)")
         elif n is None:
-            reason = (f"needs {one:.1f} GiB on one card; no count up to {counts[-1]} brings it under "
-                      f"{usable:.1f} GiB")
+            top = DEFAULTS.max_gpus if s.is_training else INFERENCE_GPU_COUNTS[-1]
+            reason = f"needs {one:.1f} GiB on one card; no count up to {top} brings it under {usable:.1f} GiB"
         elif n > 1:
-            reason = f"needs {one:.1f} GiB on one card, {totals[counts.index(n)]:.1f} GiB each on {n}"
+            reason = f"needs {one:.1f} GiB on one card, {per:.1f} GiB each on {n}"
         else:
             reason = f"{one:.1f} of {usable:.1f} GiB"
         if caveat:
             reason += f"; {caveat}: the engine runs it weight-only or not at all"
-        per = float(totals[counts.index(n)]) if n is not None else None
         out.append(CardFit(gpu=r.id, name=r.name, vram_gib=float(r.vram_gib), min_gpus=n, fits_on_one=n == 1,
-                           reason=reason, usable_gib=usable, per_gpu_gib=per))
+                           reason=reason, usable_gib=usable, per_gpu_gib=per if n is not None else None))
     return out
 
 
@@ -808,24 +882,25 @@ def fit_matrix(catalog: Catalog, setup: Setup, cards: pd.DataFrame | None = None
     s = setup
     M, F = len(model_ids), len(fmt_ids)
     a = data["a"]
-    counts = TRAINING_GPU_COUNTS if s.is_training else INFERENCE_GPU_COUNTS
-    if s.is_training and s.zero == 0:
-        counts = (1,)
-    N = np.asarray(counts, dtype=float)[None, :]
-    a2 = {k: v[:, None] for k, v in a.items()}
     if s.is_training:
         eng = s.engine if s.engine in TRAINING_FRAMEWORKS else "transformers"
-        s = replace(s, engine=eng)
+        s = replace(s, engine=eng, tp=1, pp=1)
+        a2 = {k: v[:, None] for k, v in a.items()}
         if s.mode == "full":
             trainable = np.repeat(trainable_full, F)[:, None]
         else:
             trainable = np.repeat(_lora_counts(specs, s.lora_rank, s.lora_targets), F)[:, None]
         quantized = np.tile(np.array([f.is_quantized for f in fmts]), M)[:, None]
-        b0 = _training_bytes(a2, N, s, trainable, False)
-        tot = sum(b0[k] for k in ("weights", "kv_cache", "activations", "gradients", "optimizer", "overhead"))
-        tot = tot + np.where(quantized, a2["largest_block"] * ACT_BYTES, 0.0)
-        usable = np.asarray(cards["vram_gib"], dtype=float)
+        total = _training_total(a2, s, trainable, quantized)
+        usable = np.asarray(cards["vram_gib"], dtype=float)[None, :] * GIB
+        top = _training_top(s, DEFAULTS.max_gpus)
+        min_g = _bisect_min(total, usable, top).reshape(M, F, len(cards))
+        one = np.asarray(total(1.0), dtype=float).reshape(M, F) / GIB
+        counts: tuple[int, ...] = (1, top)
     else:
+        counts = INFERENCE_GPU_COUNTS
+        N = np.asarray(counts, dtype=float)[None, :]
+        a2 = {k: v[:, None] for k, v in a.items()}
         prof = ENGINE_PROFILES[s.engine]
         b0 = _inference_bytes(a2, N, s, prof)
         tot = sum(b0[k] for k in ("weights", "kv_cache", "activations", "gradients", "optimizer", "overhead"))
@@ -833,13 +908,14 @@ def fit_matrix(catalog: Catalog, setup: Setup, cards: pd.DataFrame | None = None
             h = np.repeat(heads, F)[:, None]
             tot = np.where(np.mod(h, N) == 0, tot, np.inf)
         usable = np.asarray(usable_gib(cards["vram_gib"], s.engine, s.mode), dtype=float)
-    tot = np.asarray(tot, dtype=float).reshape(M, F, len(counts))
-    fits = tot[:, :, None, :] <= usable[None, None, :, None] * GIB      # M, F, C, n
-    any_fit = fits.any(axis=3)
-    first = np.argmax(fits, axis=3)
-    min_g = np.where(any_fit, np.asarray(counts)[first], 0)
+        tot = np.asarray(tot, dtype=float).reshape(M, F, len(counts))
+        fits = tot[:, :, None, :] <= usable[None, None, :, None] * GIB      # M, F, C, n
+        any_fit = fits.any(axis=3)
+        first = np.argmax(fits, axis=3)
+        min_g = np.where(any_fit, np.asarray(counts)[first], 0)
+        one = tot[:, :, 0] / GIB
     valid = data["valid"][s.mode]
     min_g = np.where(valid[:, :, None], min_g, -1)
-    one = np.where(valid, tot[:, :, 0] / GIB, np.nan)
+    one = np.where(valid, one, np.nan)
     return FitMatrix(models=model_ids, formats=fmt_ids, cards=tuple(cards["id"]), counts=tuple(counts),
                      min_gpus=min_g, one_gpu_gib=one, setup=s)

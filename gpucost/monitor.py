@@ -25,6 +25,8 @@ import numpy as np
 
 from gpucost.catalog import Catalog, gpu_alias_index, normalize_name
 from gpucost.errors import GpucostError
+from gpucost.specs import DEFAULTS
+from gpucost.units import HOURS_PER_MONTH, J_PER_KWH, MIB_PER_GIB
 
 #: the usual reclaim policy the product starts from (issue #5, "Why"): a GPU under 20 % busy for 30 minutes
 #: is idle; memory above 90 % is pressure. Every threshold is an input on the page and the CLI.
@@ -34,11 +36,7 @@ DEFAULT_MEM_HIGH_PCT = 90.0
 DEFAULT_MEM_FOR_S = 0.0
 #: a user assumption, not a sourced figure: years over which a bought card's new price is spread when the
 #: catalog has no cloud price for it (straight line, every hour of the year). Editable on page and CLI.
-DEFAULT_AMORTIZATION_YEARS = 3.0
-HOURS_PER_YEAR = 365 * 24
-HOURS_PER_MONTH = HOURS_PER_YEAR / 12  # 730: an average month
-J_PER_KWH = 3.6e6  # 1 kWh = 1000 W × 3600 s
-MIB_PER_GIB = 1024
+DEFAULT_AMORTIZATION_YEARS = DEFAULTS.amortization_years
 #: NVML reports the usable framebuffer, a few % under the nominal size (ECC and firmware reservations);
 #: a card whose memory is outside this fraction of the catalog's size is a different variant of the same
 #: name (RTX 3060 8 GB vs 12 GB, RTX 4060 Ti 8 GB vs 16 GB) and is not matched.
@@ -304,25 +302,31 @@ def card_value(catalog: Catalog, gpu_id: str, currency: str = "USD",
                amortize_years: float = DEFAULT_AMORTIZATION_YEARS, *, prices=None) -> CardValue:
     """What card ``gpu_id`` is worth: new, used and cloud prices and an hourly value (see CardValue).
 
-    ``prices``: a frame from :func:`gpucost.cards.price_summary` for ``currency`` (saves recomputing).
+    The owned value of an hour is :func:`gpucost.economics.card_hourly_cost` of the new card counted over
+    every hour it is owned (utilization 1): the value it loses each hour, busy or idle (resale counted;
+    its power is not, an idle card draws little). ``prices`` is accepted for compatibility and ignored
+    (prices are cached per catalog).
     """
-    from gpucost.cards import price_summary
+    from gpucost.economics import Ownership, card_hourly_cost
+    from gpucost.pricing import price_index
 
+    del prices
     if not isinstance(amortize_years, (int, float)) or math.isnan(amortize_years) or amortize_years <= 0:
         raise GpucostError(f"the amortization period must be more than 0 years, not {amortize_years}")
     currency = currency.upper()
-    ps = prices if prices is not None else price_summary(catalog, currency)
-    rows = ps[ps["id"] == gpu_id]
-    if rows.empty:
+    ps = price_index(catalog, currency)
+    if gpu_id not in ps.index:
         from gpucost.errors import UnknownNameError
-        raise UnknownNameError("GPU", gpu_id, list(ps["id"]))
-    r = rows.iloc[0]
+        raise UnknownNameError("GPU", gpu_id, list(ps.index))
+    r = ps.loc[gpu_id]
     name = str(catalog.gpus.set_index("id").loc[gpu_id, "name"])
     cloud, new = _num(r.get("cloud_hourly")), _num(r.get("price_new"))
     if cloud is not None:
         hourly, basis = cloud, "cloud-on-demand"
     elif new is not None:
-        hourly, basis = new / (amortize_years * HOURS_PER_YEAR), "amortized-new"
+        own = card_hourly_cost(catalog, gpu_id, currency, "new",
+                               Ownership(years=float(amortize_years), utilization=1.0))
+        hourly, basis = own.capital_per_hour, "amortized-new"
     else:
         hourly, basis = None, None
     return CardValue(gpu_id=gpu_id, name=name, currency=currency, price_new=new,

@@ -28,6 +28,7 @@ import math
 from dataclasses import dataclass
 
 from gpucost.errors import GpucostError
+from gpucost.i18n import t
 from gpucost.monitor import (
     DEFAULT_IDLE_FOR_S,
     DEFAULT_IDLE_UTIL_PCT,
@@ -46,10 +47,6 @@ ENGINE_ACTIVE = "DCGM_FI_PROF_GR_ENGINE_ACTIVE"
 #: where the card sits, in annotation templates (labels of dcgm-exporter)
 WHERE = "GPU {{ $labels.gpu }} ({{ $labels.modelName }}) on {{ $labels.Hostname }}"
 
-BASIS_TEXT = {
-    "cloud-on-demand": "the lowest cloud on-demand price per GPU-hour in the gpucost catalog",
-    "amortized-new": "its new price spread over {years:g} years of hours (no cloud price in the catalog)",
-}
 
 
 @dataclass(frozen=True)
@@ -95,16 +92,14 @@ def _money(x: float) -> str:
 
 
 def idle_cost_text(opts: RuleOptions) -> str:
-    """The sentence about what an idle card costs per hour."""
+    """The sentence about what an idle card costs per hour (locale strings ``rules_cost_*``)."""
     v = opts.value
     if v is None or v.hourly_value is None:
-        why = "" if v is None else f" (the catalog has no price for {v.name})"
-        return ("Its hourly cost is not stated" + why + ": run `gpucost rules --gpu ID` with the card "
-                "of this fleet to have it here.")
-    basis = BASIS_TEXT[v.hourly_basis].format(years=v.amortize_years)
-    where = f"; {v.cloud_offer}, as of {v.cloud_as_of}" if v.hourly_basis == "cloud-on-demand" else ""
-    return (f"An idle {v.name} is worth {_money(v.hourly_value)} {v.currency} per hour "
-            f"({basis}{where}): every idle hour is that much money doing nothing.")
+        why = "" if v is None else t("rules_cost_no_price", name=v.name)
+        return t("rules_cost_unknown", why=why)
+    key = "rules_basis_cloud" if v.hourly_basis == "cloud-on-demand" else "rules_basis_amortized"
+    basis = t(key, years=v.amortize_years, offer=v.cloud_offer or "", date=v.cloud_as_of or "")
+    return t("rules_cost_known", name=v.name, value=_money(v.hourly_value), cur=v.currency, basis=basis)
 
 
 def alert_rules(opts: RuleOptions | None = None) -> dict:

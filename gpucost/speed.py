@@ -24,30 +24,22 @@ weight gradient), over GPUs × dense peak × MFU; data-parallel gradient traffic
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
 
 import numpy as np
-import pandas as pd
 
 from gpucost.catalog import Catalog
 from gpucost.errors import GpucostError, UnknownNameError
 from gpucost.memory import ENGINE_PROFILES, KV_DTYPE_BYTES, _arrays, kv_cache_bytes
 from gpucost.models import ModelSpec, lora_trainable_params
 from gpucost.quant import QuantFormat, active_weight_fraction, weight_bytes
+from gpucost.records import Gpu
+from gpucost.specs import DEFAULTS
+from gpucost.units import SECONDS_PER_HOUR, TFLOPS
 
-#: PCIe x16 bandwidth per direction [GB/s]: 8, 16, 32 GT/s per lane × 16 lanes × 128/130 encoding / 8
-#: (PCI-SIG PCIe 3.0/4.0/5.0 base specifications)
-PCIE_GBPS = {3: 15.75, 4: 31.5, 5: 63.0, 6: 121.0}
-#: the catalog's nvlink_gbps is the total of both directions (NVIDIA datasheets: A100 600 GB/s,
-#: H100 SXM 900 GB/s); one direction carries half
-NVLINK_DIRECTIONS = 2
 #: ring all-reduce sends 2 (N−1)/N of the message per GPU (Patarasuk & Yuan 2009; NCCL docs)
 RING_FACTOR = 2
-#: Assumptions for the cost of a served token on owned cards (shown on the page; the user changes them)
-DEFAULT_AMORTIZE_YEARS = 3.0
-DEFAULT_UTILIZATION = 0.5
-HOURS_PER_YEAR = 8760.0
 #: ZeRO-3 moves 1.5× the data of plain data parallelism (ZeRO paper arXiv 1910.02054, section 7.2:
 #: 3Ψ instead of 2Ψ per step)
 ZERO3_COMM_FACTOR = 1.5
@@ -130,34 +122,10 @@ def engine_efficiency(engine: str, catalog: Catalog | None = None) -> EngineEffi
 # GPU figures
 # --------------------------------------------------------------------------------------------------
 
-def peak_tflops(gpu: Mapping, fmt: QuantFormat) -> float | None:
-    """Dense tensor throughput [TFLOPS] a format computes at on this card: FP8 formats at FP8 on compute
-    capability ≥ 8.9, weight-only formats dequantize to 16-bit (fp16/bf16 columns), fp32 at fp32."""
-    dt = fmt.compute_dtype
-    cc = _f(gpu.get("compute_capability"))
-    order = {"fp8": ["fp8_tflops", "fp16_tflops", "bf16_tflops"], "bf16": ["bf16_tflops", "fp16_tflops"],
-             "fp16": ["fp16_tflops", "bf16_tflops"], "fp32": ["fp32_tflops"]}[dt]
-    if dt == "fp8" and not (cc >= 8.9 or gpu.get("vendor") != "NVIDIA"):
-        order = order[1:]
-    for col in order:
-        v = _f(gpu.get(col))
-        if not math.isnan(v):
-            return v
-    return None
-
-
-def link_gbps(gpu: Mapping, link: str = "auto") -> tuple[str, float]:
-    """(link name, one-direction bandwidth [GB/s]) between two cards: NVLink-class when the card has one
-    (``auto``) or when asked, else PCIe of the card's generation."""
-    nv = _f(gpu.get("nvlink_gbps"))
-    pcie_gen = int(_f(gpu.get("pcie_gen"), 4))
-    if link not in ("auto", "nvlink", "pcie"):
-        raise UnknownNameError("link", link, ("auto", "nvlink", "pcie"))
-    if link in ("auto", "nvlink") and not math.isnan(nv):
-        return "nvlink", nv / NVLINK_DIRECTIONS
-    if link == "nvlink":
-        raise GpucostError(f"{gpu.get('id')} has no NVLink-class link in the catalog")
-    return f"pcie{pcie_gen}", PCIE_GBPS.get(pcie_gen, PCIE_GBPS[4])
+def peak_tflops(gpu: Gpu, fmt: QuantFormat) -> float | None:
+    """Dense tensor throughput [TFLOPS] a format computes at on this card: FP8 formats at FP8 where the card
+    has FP8 tensor cores, weight-only formats dequantize to 16-bit, fp32 at fp32 (:meth:`Gpu.tflops`)."""
+    return gpu.tflops(fmt.compute_dtype)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -238,10 +206,11 @@ def decode_step(bytes_gpu, flops_gpu, layers, bw_gbps, peak_tflops_, eff: Engine
     return t, bound
 
 
-def speed(spec: ModelSpec, fmt: QuantFormat, gpu: Mapping, *, gpus: int = 1, batch: int = 1, context: int = 1024,
-          engine: str = "vllm", kv_dtype: str = "fp16", parallel: str | None = None, link: str = "auto",
-          catalog: Catalog | None = None, eff: EngineEfficiency | None = None) -> SpeedEstimate:
-    """Decode and prefill speed of ``spec`` in ``fmt`` on ``gpus`` cards ``gpu`` (a gpus.csv row)."""
+def speed(spec: ModelSpec, fmt: QuantFormat, gpu: Gpu, *, gpus: int = DEFAULTS.gpus, batch: int = DEFAULTS.batch,
+          context: int = DEFAULTS.context, engine: str = DEFAULTS.engine, kv_dtype: str = "fp16",
+          parallel: str | None = None, link: str = "auto", catalog: Catalog | None = None,
+          eff: EngineEfficiency | None = None) -> SpeedEstimate:
+    """Decode and prefill speed of ``spec`` in ``fmt`` on ``gpus`` cards ``gpu``."""
     if engine not in ENGINE_PROFILES:
         raise UnknownNameError("engine", engine, ENGINE_PROFILES)
     for name, v in (("GPU count", gpus), ("batch", batch), ("context", context)):
@@ -257,17 +226,17 @@ def speed(spec: ModelSpec, fmt: QuantFormat, gpu: Mapping, *, gpus: int = 1, bat
     if parallel == "tensor" and gpus > 1 and spec.num_attention_heads % gpus:
         raise GpucostError(f"tensor parallel over {gpus} GPUs needs the {spec.num_attention_heads} attention "
                            "heads to divide evenly")
-    bw = _f(gpu.get("mem_bandwidth_gbps"))
+    bw = gpu.mem_bandwidth_gbps
     peak = peak_tflops(gpu, fmt)
     notes = []
     if peak is None:
-        notes.append(f"{gpu.get('id')} has no dense {fmt.compute_dtype} figure: compute limits ignored, no prefill")
+        notes.append(f"{gpu.id} has no dense {fmt.compute_dtype} figure: compute limits ignored, no prefill")
     if eff.borrowed_from:
         notes.append(f"{engine}: {eff.borrowed_from} (no calibration rows of its own)")
     w_bytes, kv_bytes = _decode_bytes(spec, fmt, batch, context, engine, kv_dtype)
     flops_tok = _flops_per_token(spec, context)
     L = spec.num_layers
-    link_name, link_bw = link_gbps(gpu, link) if gpus > 1 else ("none", float("inf"))
+    link_name, link_bw = gpu.link(link) if gpus > 1 else ("none", float("inf"))
     msg = batch * spec.hidden_size * 2.0  # one 16-bit hidden vector per sequence
     lat = eff.allreduce_latency_ms / 1e3
     if parallel == "tensor":
@@ -296,7 +265,7 @@ def speed(spec: ModelSpec, fmt: QuantFormat, gpu: Mapping, *, gpus: int = 1, bat
             + L * eff.layer_overhead_ms / 1e3
         prefill = context / t_pre
     return SpeedEstimate(
-        model=spec.id, quant=fmt.id, gpu=str(gpu.get("id")), gpus=gpus, engine=engine, batch=batch, context=context,
+        model=spec.id, quant=fmt.id, gpu=gpu.id, gpus=gpus, engine=engine, batch=batch, context=context,
         parallel=parallel, link=link_name, decode_tokens_per_s=tps, decode_tokens_per_s_per_seq=tps / batch,
         prefill_tokens_per_s=prefill, bound=str(bound), step_ms=t * 1e3,
         bytes_per_step=float((w_bytes + kv_bytes) / (gpus if parallel == "tensor" else 1)), flops_per_token=flops_tok,
@@ -308,7 +277,7 @@ def speed(spec: ModelSpec, fmt: QuantFormat, gpu: Mapping, *, gpus: int = 1, bat
         notes=tuple(notes))
 
 
-def prefill_speed(spec: ModelSpec, fmt: QuantFormat, gpu: Mapping, *, prompt: int, gpus: int = 1,
+def prefill_speed(spec: ModelSpec, fmt: QuantFormat, gpu: Gpu, *, prompt: int, gpus: int = 1,
                   engine: str = "llama.cpp", parallel: str | None = None, catalog: Catalog | None = None,
                   eff: EngineEfficiency | None = None) -> float | None:
     """Prompt processing [tokens/s] for a prompt of ``prompt`` tokens."""
@@ -316,8 +285,9 @@ def prefill_speed(spec: ModelSpec, fmt: QuantFormat, gpu: Mapping, *, prompt: in
                  catalog=catalog, eff=eff).prefill_tokens_per_s
 
 
-def decode_speed_cards(spec: ModelSpec, fmt: QuantFormat, cards: pd.DataFrame, counts, *, batch: int = 1,
-                       context: int = 1024, engine: str = "vllm", catalog: Catalog | None = None) -> np.ndarray:
+def decode_speed_cards(spec: ModelSpec, fmt: QuantFormat, cards: Sequence[Gpu], counts, *, batch: int = 1,
+                       context: int = DEFAULTS.context, engine: str = DEFAULTS.engine,
+                       catalog: Catalog | None = None) -> np.ndarray:
     """Decode tokens/s (whole batch) on every card of ``cards`` with ``counts[i]`` cards each (tensor
     parallel for vLLM/TensorRT-LLM, layer split otherwise); NaN where the count is missing. Vectorized."""
     eff = engine_efficiency(engine, catalog)
@@ -327,12 +297,11 @@ def decode_speed_cards(spec: ModelSpec, fmt: QuantFormat, cards: pd.DataFrame, c
     n = np.where(ok, n, 1.0)
     w_bytes, kv_bytes = _decode_bytes(spec, fmt, batch, context, engine, "fp16")
     flops = batch * _flops_per_token(spec, context)
-    bw = cards["mem_bandwidth_gbps"].to_numpy(float)
-    peak = np.array([peak_tflops(r, fmt) or np.nan for r in cards.to_dict(orient="records")])
-    peak = np.where(np.isnan(peak), np.inf, peak)
+    bw = np.array([g.mem_bandwidth_gbps for g in cards], dtype=float)
+    peak = np.array([peak_tflops(g, fmt) or np.inf for g in cards], dtype=float)
     L = spec.num_layers
     lat = eff.allreduce_latency_ms / 1e3
-    links = np.array([link_gbps(r)[1] for r in cards.to_dict(orient="records")])
+    links = np.array([g.link()[1] for g in cards], dtype=float)
     msg = batch * spec.hidden_size * 2.0
     if prof.parallel == "tensor":
         kv_shard = 1.0 if spec.is_mla else np.maximum(spec.num_kv_heads / n, 1.0) / spec.num_kv_heads
@@ -381,13 +350,17 @@ def training_flops_per_token(spec: ModelSpec, mode: str, seq: int) -> float:
     return mult * n + 2 * mult * spec.num_layers * qk * seq
 
 
-def training_time(spec: ModelSpec, gpu: Mapping, *, mode: str = "full", tokens: float = 1e9, gpus: int = 1,
-                  seq: int = 2048, micro_batch: int = 1, zero: int = 0, mfu: float | None = None,
-                  link: str = "auto", precision_col: str = "bf16_tflops", hourly_price: float | None = None,
-                  lora_rank: int = 16, currency: str = "USD", catalog: Catalog | None = None) -> TrainingEstimate:
+def training_time(spec: ModelSpec, gpu: Gpu, *, mode: str = "full", tokens: float = DEFAULTS.train_tokens,
+                  gpus: int = 1, seq: int = DEFAULTS.context, micro_batch: int = 1, zero: int = 0,
+                  mfu: float | None = None, link: str = "auto", precision: str | None = None,
+                  hourly_price: float | None = None, lora_rank: int = DEFAULTS.lora_rank, currency: str = "USD",
+                  catalog: Catalog | None = None) -> TrainingEstimate:
     """Time [hours] and cost to train on ``tokens`` tokens: FLOP = tokens × FLOP/token over
-    GPUs × dense peak × MFU, plus the data-parallel gradient traffic that the backward pass cannot hide."""
-    if tokens <= 0 or gpus < 1:
+    GPUs × dense peak × MFU, plus the data-parallel gradient traffic that the backward pass cannot hide.
+    ``precision``: the training math (default the card's :attr:`Gpu.training_precision`)."""
+    from gpucost.economics import job_cost
+
+    if not (tokens > 0 and math.isfinite(tokens)) or gpus < 1:
         raise GpucostError("tokens and GPU count must be positive")
     if mode not in ("full", "lora", "qlora"):
         raise UnknownNameError("training mode", mode, ("full", "lora", "qlora"))
@@ -395,15 +368,13 @@ def training_time(spec: ModelSpec, gpu: Mapping, *, mode: str = "full", tokens: 
     mfu = eff.mfu if mfu is None else mfu
     if not (0 < mfu <= 1):
         raise GpucostError(f"MFU must be in (0, 1], not {mfu}")
-    peak = _f(gpu.get(precision_col))
-    if math.isnan(peak):
-        peak = _f(gpu.get("fp16_tflops"))
-    if math.isnan(peak):
-        raise GpucostError(f"{gpu.get('id')} has no dense BF16/FP16 figure in the catalog")
+    peak = gpu.tflops(precision) if precision else gpu.training_tflops
+    if peak is None:
+        raise GpucostError(f"{gpu.id} has no dense BF16/FP16 figure in the catalog")
     fpt = training_flops_per_token(spec, mode, seq)
     step_tokens = gpus * micro_batch * seq
-    t_compute = step_tokens * fpt / (gpus * peak * 1e12 * mfu)
-    link_name, bw = link_gbps(gpu, link) if gpus > 1 else ("none", float("inf"))
+    t_compute = step_tokens * fpt / (gpus * peak * TFLOPS * mfu)
+    link_name, bw = gpu.link(link) if gpus > 1 else ("none", float("inf"))
     trainable = spec.params_total if mode == "full" else lora_trainable_params(spec, lora_rank)
     grad_bytes = trainable * 2  # 16-bit gradients all-reduced each step
     comm = 0.0
@@ -414,41 +385,12 @@ def training_time(spec: ModelSpec, gpu: Mapping, *, mode: str = "full", tokens: 
     exposed = max(0.0, comm - BACKWARD_SHARE * t_compute)
     t_step = t_compute + exposed
     tps = step_tokens / t_step
-    hours = tokens / tps / 3600
-    cost = None if hourly_price is None else hours * gpus * hourly_price
-    return TrainingEstimate(model=spec.id, mode=mode, gpu=str(gpu.get("id")), gpus=gpus, tokens=tokens,
+    hours = tokens / tps / SECONDS_PER_HOUR
+    cost = None if hourly_price is None else float(job_cost(hours * gpus, hourly_price))
+    return TrainingEstimate(model=spec.id, mode=mode, gpu=gpu.id, gpus=gpus, tokens=tokens,
                             tokens_per_s=tps, hours=hours, mfu=mfu, flops_per_token=fpt,
                             scaling_efficiency=t_compute / t_step, link=link_name, cost=cost, currency=currency,
                             cost_basis="cloud per GPU-hour" if hourly_price is not None else "")
-
-
-# --------------------------------------------------------------------------------------------------
-# Cost of a served token
-# --------------------------------------------------------------------------------------------------
-
-def cost_per_million_tokens(tokens_per_s, n_cards, *, basis: str, price, amortize_years: float = DEFAULT_AMORTIZE_YEARS,
-                            utilization: float = DEFAULT_UTILIZATION, power_w=None, power_price_per_kwh: float = 0.0):
-    """Cost of 1M generated tokens [currency of ``price``] (arrays broadcast).
-
-    basis "cloud": price = per GPU-hour → n × price / (tokens/s × 3600) × 1e6.
-    basis "new"/"used": price = per card, spread over ``amortize_years`` of which the cards serve a
-    ``utilization`` share of the hours, plus power at ``power_price_per_kwh`` (0: not counted).
-    """
-    tps = np.asarray(tokens_per_s, dtype=float)
-    n = np.asarray(n_cards, dtype=float)
-    price = np.asarray(price, dtype=float)
-    if basis == "cloud":
-        hourly = n * price
-    elif basis in ("new", "used"):
-        if not (amortize_years > 0 and 0 < utilization <= 1):
-            raise GpucostError("amortization years must be > 0 and utilization in (0, 1]")
-        hourly = n * price / (amortize_years * HOURS_PER_YEAR * utilization)
-        if power_w is not None and power_price_per_kwh:
-            hourly = hourly + n * np.asarray(power_w, dtype=float) / 1000 * power_price_per_kwh
-    else:
-        raise UnknownNameError("price basis", basis, ("new", "used", "cloud"))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return hourly / (tps * 3600) * 1e6
 
 
 def with_efficiency(eff: EngineEfficiency, **kw) -> EngineEfficiency:

@@ -38,6 +38,7 @@ from gpucost.errors import GpucostError
 from gpucost.memory import ENGINE_PROFILES, OPTIMIZERS, TRAINING_PROFILES, Setup, estimate
 from gpucost.models import catalog_spec, model_id
 from gpucost.quant import GIB, get_format, weights_file_gib
+from gpucost.records import Gpu, gpu_records
 from gpucost.speed import (
     EngineEfficiency,
     _decode_bytes,
@@ -162,21 +163,19 @@ def row_estimate(row: dict, catalog: Catalog, table: dict[str, EngineEfficiency]
     if cat == "prefill_speed":
         sp = speed(spec, fmt, gpu, gpus=gpus, batch=1, context=max(ctx_in, 1), engine=engine, catalog=catalog, eff=eff)
         if sp.prefill_tokens_per_s is None:
-            raise GpucostError(f"{gpu['id']} has no dense throughput figure")
+            raise GpucostError(f"{gpu.id} has no dense throughput figure")
         return sp.prefill_tokens_per_s
     raise GpucostError(f"unknown category '{cat}'")
 
 
-def _gpu_row(row: dict, catalog: Catalog) -> dict:
+def _gpu_row(row: dict, catalog: Catalog) -> Gpu:
     gid = str(row.get("gpu_id") or "")
     if not gid:
         raise GpucostError("no GPU named")
-    g = catalog.gpus.set_index("id")
-    if gid not in g.index:
+    recs = gpu_records(catalog)
+    if gid not in recs:
         raise GpucostError(f"GPU '{gid}' is not in gpus.csv")
-    d = g.loc[gid].to_dict()
-    d["id"] = gid
-    return d
+    return recs[gid]
 
 
 def validate(catalog: Catalog | None = None, table: dict[str, EngineEfficiency] | None = None) -> pd.DataFrame:
@@ -261,7 +260,7 @@ def _decode_terms(row: dict, catalog: Catalog) -> tuple[float, float, float, flo
     gpu = _gpu_row(row, catalog)
     ctx = max(1, int(round(_num(row.get("context"), 0) + _num(row.get("gen_tokens"), 0) / 2)))
     w, kv = _decode_bytes(spec, fmt, 1, ctx, _engine_key(row["engine"]), "fp16")
-    return (w + kv, _flops_per_token(spec, ctx), spec.num_layers, float(gpu["mem_bandwidth_gbps"]),
+    return (w + kv, _flops_per_token(spec, ctx), spec.num_layers, gpu.mem_bandwidth_gbps,
             peak_tflops(gpu, fmt) or np.inf, float(row["measured"]))
 
 

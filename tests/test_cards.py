@@ -57,7 +57,7 @@ def test_display_currency_prefers_local_prices_else_converts(cat):
 
 
 def test_used_price_is_median_and_cloud_price_is_cheapest_per_gpu_hour(cat):
-    r = rank_cards(Need(price_basis="used"), cat)
+    r = rank_cards(Need(price_basis="used", min_vram_gib=16), cat)
     assert [(c.id, c.price) for c in r.cards] == [("rtx-4090", 1700)]  # median of 1500, 1700, 1900
     r = rank_cards(Need(price_basis="cloud"), cat)
     price = {c.id: c.price for c in r.cards}

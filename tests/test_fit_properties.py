@@ -13,13 +13,14 @@ from gpucost.errors import GpucostError
 from gpucost.memory import ENGINE_PROFILES, Setup, estimate
 from gpucost.models import catalog_specs
 from gpucost.quant import GGUF_FTYPES, formats, weight_bytes
+from gpucost.records import gpu_records
 from gpucost.speed import _flops_per_token, peak_tflops, speed
 
 CAT = Catalog()
 SPECS = catalog_specs(CAT)
 LLMS = [s for s in SPECS if s.is_llm]
 FMTS = list(formats(CAT).values())
-GPUS = CAT.gpus.to_dict(orient="records")
+GPUS = list(gpu_records(CAT).values())
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 models = st.sampled_from(SPECS)

@@ -6,7 +6,7 @@ import json
 import re
 import string
 
-from gpucost.ui.i18n import LANGUAGES, LOCALES_DIR, strings
+from gpucost.i18n import LANGUAGES, LOCALES_DIR, strings
 
 
 def _fields(text: str) -> set[str]:

@@ -322,3 +322,63 @@ def test_cardfit_record_contract():
     f = CardFit("rtx-4090", "GeForce RTX 4090", 24.0, None, False, "why", 24.0, None)
     assert set(f.to_dict()) >= {"gpu", "vram_gib", "min_gpus", "fits_on_one", "reason"}
     assert f.to_dict()["min_gpus"] is None
+
+
+# --------------------------------------------------------------------------------------------------
+# ZeRO by hand (the planner and the rules-of-thumb page use this one training-memory model)
+# --------------------------------------------------------------------------------------------------
+
+def _toy(params: float, layers: int = 1000):
+    """A model whose parameter count is ``params`` and whose activations are negligible (sequence 1, no
+    vocabulary); 1000 small layers so that ZeRO-3's two gathered layers are a small, stated term."""
+    from gpucost.models import ModelSpec
+
+    return ModelSpec(id="toy", name="toy", params_total=params, params_active=params, num_layers=layers,
+                     hidden_size=256, num_attention_heads=4, num_kv_heads=4, head_dim=64, intermediate_size=1024,
+                     vocab_size=1)
+
+
+# one toy layer: q, k, v, o 4 × 256² + gated MLP 3 × 256 × 1024 = 1,048,576 parameters; ZeRO-3 gathers two
+TOY_LAYER = 4 * 256 * 256 + 3 * 256 * 1024
+TOY_GATHERED = 2 * TOY_LAYER * 2  # bytes, 16-bit
+
+
+def test_zero_model_states_are_the_zero_papers_figure_1(cat):
+    # ZeRO paper (arXiv 1910.02054) Figure 1: Ψ = 7.5B, N_d = 64, K = 12 (mixed-precision Adam) per GPU:
+    # baseline (2+2+12)Ψ = 120 GB; P_os 2Ψ+2Ψ+12Ψ/64 = 31.4 GB; P_os+g 2Ψ+14Ψ/64 = 16.6 GB;
+    # P_os+g+p 16Ψ/64 = 1.9 GB — plus, in stage 3, the two layers ZeRO-3 gathers at a time
+    psi, bf = 7.5e9, fmt(cat, "bf16")
+    got = []
+    for stage in (0, 1, 2, 3):
+        e = estimate(_toy(psi), bf, Setup(mode="full", context=1, gpus=64, zero=stage, engine="transformers"))
+        got.append((e.per_gpu.weights + e.per_gpu.gradients + e.per_gpu.optimizer) * GIB / 1e9)
+    assert got == pytest.approx([120.0, 31.40625, 16.640625, 1.875 + TOY_GATHERED / 1e9])
+
+
+@pytest.mark.parametrize("params,vram", [(10e9, 80), (70e9, 80), (70e9, 40), (5e9, 80)])
+def test_zero3_gpu_counts_by_hand(cat, params, vram):
+    from gpucost.memory import min_gpus
+
+    bf = fmt(cat, "bf16")
+    s = Setup(mode="full", context=1, zero=3, engine="transformers")
+    n, per = min_gpus(_toy(params), bf, s, vram)
+    # per GPU: 16Ψ/N of model states, the two gathered layers, the CUDA context (0.25 GiB) and the
+    # activations of one token (stored for backward: 1000 layers × 2 × 256 values + one layer's set)
+    one = estimate(_toy(params), bf, replace(s, gpus=1))
+    fixed = (one.per_gpu.activations + one.per_gpu.overhead) * GIB + TOY_GATHERED
+    want = max(1, int(np.ceil(16 * params / (vram * GIB - fixed) - 1e-12)))
+    assert n == want and per <= vram
+    if n > 1:
+        assert estimate(_toy(params), bf, replace(s, gpus=n - 1)).total_gib > vram
+
+
+def test_zero3_cpu_offload_leaves_a_layer_window_on_the_gpu(cat):
+    # Ψ = 10B on 2 GPUs, ZeRO-3 + CPU offload: the optimizer states 12Ψ, gradients 2Ψ and parameters 2Ψ
+    # of the whole job go to CPU RAM (160e9 bytes); each GPU keeps the two gathered layers and the
+    # reduce bucket of gradients (DeepSpeed reduce_bucket_size 5e8 values × 2 bytes)
+    e = estimate(_toy(10e9), fmt(cat, "bf16"), Setup(mode="full", context=1, gpus=2, zero=3, offload="cpu",
+                                                     engine="transformers"))
+    assert e.cpu_gib * GIB == pytest.approx(160e9)
+    assert e.per_gpu.weights * GIB == pytest.approx(TOY_GATHERED)
+    assert e.per_gpu.gradients * GIB == pytest.approx(5e8 * 2)
+    assert e.per_gpu.optimizer == 0

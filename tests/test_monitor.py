@@ -216,10 +216,14 @@ def test_card_value_prefers_the_cloud_price_else_the_amortized_new_price():
     assert a100.hourly_basis == "cloud-on-demand" and a100.hourly_value == pytest.approx(1.79)
     assert a100.price_new == 15000 and "lambda" in a100.cloud_offer
     r3060 = monitor.card_value(cat, "rtx-3060-12gb", "USD")
-    # no cloud offer: new 329 USD over 3 years × 8760 h = 0.012519 USD/h
-    assert r3060.hourly_basis == "amortized-new" and r3060.hourly_value == pytest.approx(329 / (3 * 8760))
+    # no cloud offer: the value a new card loses each hour it is owned. Tiny catalog: new 329, used 200 four
+    # years after its mid-2021 release, so it keeps rho = (200/329)^(1/4) a year; over 3 years it loses
+    # 329 × (1 − rho³), spread over 3 × 8760 h
+    rho = (200 / 329) ** (1 / 4)
+    assert r3060.hourly_basis == "amortized-new"
+    assert r3060.hourly_value == pytest.approx(329 * (1 - rho**3) / (3 * 8760))
     two = monitor.card_value(cat, "rtx-3060-12gb", "USD", amortize_years=2)
-    assert two.hourly_value == pytest.approx(329 / (2 * 8760))
+    assert two.hourly_value == pytest.approx(329 * (1 - rho**2) / (2 * 8760))
     cny = monitor.card_value(cat, "rtx-4090", "CNY")
     assert cny.price_new == 12999  # the CNY row is used for a CNY buyer
     assert cny.hourly_value == pytest.approx(0.69 * 7.1)  # runpod 0.69 USD/h at 7.1 CNY per USD
@@ -242,8 +246,9 @@ def test_waste_is_idle_hours_times_the_hourly_value():
     w0, w1 = rep.waste
     assert w0.idle_hours == 1 and w0.wasted == pytest.approx(1.79) and w0.basis == "cloud-on-demand"
     assert w0.wasted_per_month == pytest.approx(1.79 * 730 / 2)  # the same rate over 730 h
-    assert w1.idle_hours == 2 and w1.wasted == pytest.approx(2 * 329 / 26280) and w1.basis == "amortized-new"
-    assert rep.totals["wasted"] == pytest.approx(1.79 + 2 * 329 / 26280)
+    hourly_3060 = 329 * (1 - ((200 / 329) ** (1 / 4)) ** 3) / 26280  # see test_card_value_prefers_…
+    assert w1.idle_hours == 2 and w1.wasted == pytest.approx(2 * hourly_3060) and w1.basis == "amortized-new"
+    assert rep.totals["wasted"] == pytest.approx(1.79 + 2 * hourly_3060)
 
 
 def test_no_value_no_waste():

@@ -259,48 +259,20 @@ def test_schemas_reject_what_the_documents_forbid():
 # Multi-GPU training
 # ==================================================================================================
 
-def _toy_setup(params: float, vram_gib: float) -> plan.TrainSetup:
-    """A model whose activations are negligible (1 layer, hidden 1, sequence 1, no vocabulary)."""
-    return plan.TrainSetup("toy", params, params, 2, 1, 1, 1, 0, 1, 1, "full", "bf16", "bf16", "x", "x", vram_gib,
-                           100.0, True)
+def test_plan_train_counts_are_the_memory_engines(cat):
+    """One training-memory model: the planner's GPU count for each strategy is gpucost.memory.min_gpus'."""
+    from gpucost import memory
+    from gpucost.models import catalog_spec
+    from gpucost.quant import get_format
 
-
-def test_zero_model_states_are_the_zero_papers_figure_1():
-    # ZeRO paper (arXiv 1910.02054) Figure 1: Ψ = 7.5B, N_d = 64, K = 12 -> per-GPU model states
-    # baseline (2+2+12)Ψ = 120 GB; P_os 2Ψ+2Ψ+12Ψ/64 = 31.4 GB; P_os+g 2Ψ+14Ψ/64 = 16.6 GB; P_os+g+p 16Ψ/64 = 1.9 GB
-    s = _toy_setup(7.5e9, 1000)
-    got = []
-    for stage in (0, 1, 2, 3):
-        e = plan.zero_memory(s, plan.Strategy("z", stage), 64)
-        got.append((e.weights + e.gradients + e.optimizer) * GIB / 1e9)
-    assert got == pytest.approx([120.0, 31.40625, 16.640625, 1.875])
-    assert [round(x, 1) for x in got] == [120.0, 31.4, 16.6, 1.9]
-
-
-@pytest.mark.parametrize("params,vram,expected", [
-    # ZeRO-3: 16Ψ/N bytes per GPU <= VRAM. 10B on 80 GiB: 160e9/N <= 85.90e9 -> N >= 1.86 -> 2
-    (10e9, 80, 2),
-    # 70B on 80 GiB: 1120e9/N <= 85.90e9 -> N >= 13.04 -> 14
-    (70e9, 80, 14),
-    # 70B on 40 GiB: 1120e9/N <= 42.95e9 -> N >= 26.08 -> 27
-    (70e9, 40, 27),
-    # 5B on 80 GiB: 80e9 <= 85.90e9 on one GPU -> 1
-    (5e9, 80, 1),
-])
-def test_zero3_gpu_counts_by_hand(params, vram, expected):
-    n, est = plan.min_gpus_for(_toy_setup(params, vram), plan.Strategy("zero3", 3), plan.zero_memory, 1024)
-    assert n == expected
-    assert est.total <= vram
-    assert plan.zero_memory(_toy_setup(params, vram), plan.Strategy("zero3", 3), n - 1).total > vram if n > 1 else True
-
-
-def test_zero3_cpu_offload_leaves_grads_and_a_layer_window_on_the_gpu():
-    # Ψ = 10B, 1 layer, N = 2: optimizer 12Ψ/2 and parameters 2Ψ/2 go to CPU RAM: 60e9 + 10e9 bytes;
-    # on the GPU: gradients 2Ψ/2 = 10e9 bytes and two layers' worth of weights (2 x 2Ψ / 1 layer = 40e9)
-    e = plan.zero_memory(_toy_setup(10e9, 80), plan.Strategy("zero3+cpu", 3, "cpu"), 2)
-    assert e.cpu_gib * GIB == pytest.approx(70e9)
-    assert e.gradients * GIB == pytest.approx(10e9)
-    assert e.optimizer == 0
+    r = plan.plan_train("llama-3-70b", "h100-sxm", cat, mode="full", seq_len=4096)
+    spec, bf16 = catalog_spec("llama-3-70b", cat), get_format("bf16", cat)
+    for o in r.options:
+        if o.tp * o.pp > 1:
+            continue
+        n, _ = memory.min_gpus(spec, bf16, memory.Setup(mode="full", context=4096, zero=o.zero_stage,
+                                                         offload=o.offload), 80.0)
+        assert o.min_gpus == n, o.strategy
 
 
 def test_plan_train_chooses_fewest_gpus_without_offload_and_prices_them(cat):

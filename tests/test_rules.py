@@ -181,9 +181,11 @@ def test_idle_annotation_states_the_amortized_value_when_there_is_no_cloud_price
     proc = run_cli("rules", "--gpu", "rtx-3060-12gb", env=ENV)
     doc = yaml.safe_load(proc.stdout)
     idle = next(r for r in doc["groups"][0]["rules"] if r.get("alert") == "GpuIdle")
-    # 329 USD new over 3 × 8760 h = 0.0125 USD/h
-    assert "0.013 USD per hour" in idle["annotations"]["description"]
-    assert "new price spread over 3 years" in idle["annotations"]["description"]
+    # tiny catalog: new 329 USD, used 200 four years after release: rho = (200/329)^(1/4) a year, so over
+    # 3 years the card loses 329 × (1 − rho³) = 102.4 USD, 0.0039 USD an hour of 3 × 8760
+    hourly = 329 * (1 - ((200 / 329) ** (1 / 4)) ** 3) / (3 * 8760)
+    assert f"{hourly:.3f} USD per hour" in idle["annotations"]["description"]
+    assert "resells for after 3 years" in idle["annotations"]["description"]
 
 
 def test_json_output_is_the_same_document():

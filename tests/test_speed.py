@@ -11,7 +11,8 @@ from gpucost.catalog import Catalog
 from gpucost.errors import GpucostError
 from gpucost.models import catalog_spec
 from gpucost.quant import active_weight_fraction, get_format
-from gpucost.speed import cost_per_million_tokens, efficiency_table, speed, training_time
+from gpucost.records import gpu
+from gpucost.speed import efficiency_table, speed, training_time
 from gpucost.validation import calibrate
 
 from .conftest import DATA
@@ -26,12 +27,6 @@ def cat() -> Catalog:
 def factors() -> dict[str, dict]:
     with open(DATA / "engine_efficiency.csv", encoding="utf-8") as fh:
         return {r["engine"]: r for r in csv.DictReader(fh)}
-
-
-def gpu(cat, gid):
-    d = cat.gpus.set_index("id").loc[gid].to_dict()
-    d["id"] = gid
-    return d
 
 
 def test_llama_cpp_decode_by_hand(cat, factors):
@@ -81,20 +76,6 @@ def test_moe_reads_only_the_experts_in_use():
     # 2 of 8 experts per token: one token reads 1/4 of the expert weights; 4 tokens 1 − (3/4)^4
     assert active_weight_fraction(mix, 1) == pytest.approx(0.25)
     assert active_weight_fraction(mix, 4) == pytest.approx(1 - 0.75**4)
-
-
-def test_cost_per_million_tokens_by_hand():
-    # cloud: 2 cards at 2.00 per GPU-hour serving 1000 tokens/s: 4.00 / 3.6M tokens × 1M = 1.1111
-    assert cost_per_million_tokens(1000, 2, basis="cloud", price=2.0) == pytest.approx(4 / 3.6)
-    # bought at 1600 each, 3 years, busy half the hours: 1600 / (3 × 8760 × 0.5) = 0.121766 per card-hour
-    hourly = 2 * 1600 / (3 * 8760 * 0.5)
-    assert cost_per_million_tokens(1000, 2, basis="new", price=1600, amortize_years=3, utilization=0.5) == \
-        pytest.approx(hourly / 3.6)
-    # plus 450 W per card at 0.15 per kWh: 2 × 0.45 × 0.15 = 0.135 per hour
-    assert cost_per_million_tokens(1000, 2, basis="used", price=1600, amortize_years=3, utilization=0.5,
-                                   power_w=450, power_price_per_kwh=0.15) == pytest.approx((hourly + 0.135) / 3.6)
-    with pytest.raises(GpucostError):
-        cost_per_million_tokens(1000, 1, basis="new", price=1000, utilization=0)
 
 
 def test_training_time_by_hand(cat):

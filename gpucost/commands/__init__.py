@@ -6,8 +6,11 @@ this package is registered by itself; ``ORDER`` only sets the order ``gpucost --
 
 from __future__ import annotations
 
+import argparse
 import pkgutil
 from pathlib import Path
+
+from gpucost.specs import SPECS
 
 ORDER = ["gpus", "fit", "speed", "tco", "probe", "rules", "plan", "claims"]
 
@@ -19,3 +22,35 @@ def _discover() -> list[str]:
 
 #: registered subcommands, in the order ``gpucost --help`` lists them
 COMMANDS: list[str] = _discover()
+
+
+def spec_type(name: str, flag: str):
+    """An argparse ``type`` that parses and checks a flag's text with the shared spec ``name`` (the same
+    bounds as the pages' widgets and the engines' validators)."""
+    spec = SPECS[name]
+
+    def parse(text: str):
+        from gpucost.errors import GpucostError
+
+        try:
+            return spec.parse(text, flag)
+        except GpucostError as exc:
+            # argparse prefixes "argument --flag:"; keep the allowed range, drop our own "--flag:" prefix
+            raise argparse.ArgumentTypeError(str(exc).removeprefix(f"{flag}: ")) from None
+
+    parse.__name__ = spec.kind  # argparse names the type in its own messages
+    return parse
+
+
+def add_spec(p: argparse.ArgumentParser, flag: str, name: str, *, help: str | None = None,
+             default=argparse.SUPPRESS, **kw) -> None:
+    """Add ``flag`` whose type, default and allowed range come from the shared spec ``name``."""
+    spec = SPECS[name]
+    if default is argparse.SUPPRESS:
+        default = spec.default
+    text = (help or spec.help) + f" ({spec.range_text()}; default {default})"
+    if spec.kind == "choice":
+        p.add_argument(flag, default=default, choices=spec.choices, type=type(spec.choices[0]), help=text, **kw)
+    else:
+        p.add_argument(flag, default=default, type=spec_type(name, flag), metavar=kw.pop("metavar", "N"),
+                       help=text, **kw)

@@ -51,11 +51,11 @@ def default_engine(fmt, mode: str) -> str:
 
 
 def run(args: argparse.Namespace):
-    from gpucost.cards import card_table
     from gpucost.catalog import Catalog
     from gpucost.errors import GpucostError
     from gpucost.memory import Setup, card_fits, cheapest_cards, estimate, max_batch, max_context
     from gpucost.models import resolve_model
+    from gpucost.pricing import card_table
     from gpucost.quant import get_format
 
     cat = Catalog()

@@ -60,7 +60,7 @@ def run(args: argparse.Namespace):
     catalog_error = None
     prices = None
     try:
-        from gpucost.cards import price_summary
+        from gpucost.pricing import price_summary
         prices = price_summary(cat, currency)
     except DataError as exc:  # a broken price table must not hide the GPU: say so in the answer
         catalog_error = str(exc)

@@ -322,7 +322,7 @@ class GpuProbePage(Page):
                               mem_high_pct=float(self.mem_high.value))
 
     def _prices(self):
-        from gpucost.cards import price_summary
+        from gpucost.pricing import price_summary
 
         key = (self.state.currency, id(self.catalog.prices))
         if key not in self._prices_cache:

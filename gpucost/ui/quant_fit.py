@@ -11,7 +11,7 @@ from functools import lru_cache
 import ipywidgets as w
 import numpy as np
 
-from gpucost.cards import card_table
+from gpucost.economics import Ownership, job_costs, token_costs
 from gpucost.errors import GpucostError
 from gpucost.memory import (
     ENGINE_PROFILES,
@@ -25,16 +25,10 @@ from gpucost.memory import (
     max_context,
 )
 from gpucost.models import catalog_spec
+from gpucost.pricing import card_table
 from gpucost.quant import formats, get_format
-from gpucost.speed import (
-    DEFAULT_AMORTIZE_YEARS,
-    DEFAULT_UTILIZATION,
-    HOURS_PER_YEAR,
-    cost_per_million_tokens,
-    decode_speed_cards,
-    efficiency_table,
-    training_time,
-)
+from gpucost.records import gpu_records
+from gpucost.speed import decode_speed_cards, efficiency_table, training_time
 from gpucost.ui.chart import TEMPLATE
 from gpucost.ui.shell import Page
 
@@ -249,40 +243,36 @@ class QuantFitPage(Page):
         self._draw(spec, fmt, s, card)
 
     def _speed(self, spec, fmt, s: Setup) -> None:
-        table = self._table()
-        counts = np.array([f.min_gpus if f.min_gpus else np.nan for f in self.fits], dtype=float)
-        rows = []
+        """Speed and cost on every card that holds the setup (costs: gpucost.economics, the same owned-hour
+        and rented-hour figures as the CLI and the other pages)."""
+        self.speed_rows = []
         if not spec.is_llm:
-            self.speed_rows = []
             return
+        recs = gpu_records(self.catalog)
+        cards = [recs[f.gpu] for f in self.fits]
+        counts = np.array([f.min_gpus if f.min_gpus else np.nan for f in self.fits], dtype=float)
+        cur, own = self.state.currency, Ownership()
+        rows = []
         if s.mode == "inference":
-            tps = decode_speed_cards(spec, fmt, table, counts, batch=s.batch, context=s.context, engine=s.engine,
+            tps = decode_speed_cards(spec, fmt, cards, counts, batch=s.batch, context=s.context, engine=s.engine,
                                      catalog=self.catalog)
-            for f, n, t, r in zip(self.fits, counts, tps, table.to_dict(orient="records"), strict=True):
-                if not np.isfinite(t):
-                    continue
-                costs = {b: _num(cost_per_million_tokens(t, n, basis=b, price=r.get(col)))
-                         for b, col in (("cloud", "cloud_hourly"), ("new", "price_new"), ("used", "price_used"))}
-                rows.append({"gpu": f.gpu, "name": f.name, "gpus": int(n), "tokens_per_s": float(t), **costs})
-            rows.sort(key=lambda x: (x["cloud"] is None, x["cloud"] or 0.0))
+            for f, n, t in zip(self.fits, counts, tps, strict=True):
+                if np.isfinite(t):
+                    rows.append({"gpu": f.gpu, "name": f.name, "gpus": int(n), "tokens_per_s": float(t),
+                                 **token_costs(self.catalog, f.gpu, float(t), int(n), cur, own)})
         else:
             tokens = float(self.train_tokens.value) * 1e6
-            for f, r in zip(self.fits, table.to_dict(orient="records"), strict=True):
+            for f, g in zip(self.fits, cards, strict=True):
                 if not f.min_gpus:
                     continue
                 try:
-                    te = training_time(spec, r, mode=s.mode, tokens=tokens, gpus=f.min_gpus, seq=s.context,
-                                       micro_batch=s.batch, zero=s.zero, hourly_price=_num(r.get("cloud_hourly")),
-                                       catalog=self.catalog)
+                    te = training_time(spec, g, mode=s.mode, tokens=tokens, gpus=f.min_gpus, seq=s.context,
+                                       micro_batch=s.batch, zero=s.zero, catalog=self.catalog)
                 except GpucostError:
                     continue
-                owned = {b: _num(r.get(col)) for b, col in (("new", "price_new"), ("used", "price_used"))}
-                owned = {b: (None if p is None else te.hours * f.min_gpus * p
-                             / (DEFAULT_AMORTIZE_YEARS * HOURS_PER_YEAR * DEFAULT_UTILIZATION))
-                         for b, p in owned.items()}
                 rows.append({"gpu": f.gpu, "name": f.name, "gpus": f.min_gpus, "tokens_per_s": te.tokens_per_s,
-                             "hours": te.hours, "cloud": te.cost, **owned})
-            rows.sort(key=lambda x: (x["cloud"] is None, x["cloud"] or 0.0))
+                             "hours": te.hours, **job_costs(self.catalog, f.gpu, te.hours, f.min_gpus, cur, own)})
+        rows.sort(key=lambda x: (x["cloud"] is None, x["cloud"] or 0.0))
         self.speed_rows = rows
 
     # -- draw --------------------------------------------------------------------------------------
@@ -359,7 +349,7 @@ class QuantFitPage(Page):
                 f"<tr data-id='{r['gpu']}'><td class='gc-l'>{html.escape(r['name'])}</td><td>{r['gpus']}</td>"
                 f"<td>{r['tokens_per_s']:,.1f}</td><td>{_fmt(r['cloud'], 3)}</td><td>{_fmt(r['new'], 3)}</td>"
                 f"<td>{_fmt(r['used'], 3)}</td></tr>" for r in self.speed_rows)
-            help_ = t("fit_speed_help", years=f"{DEFAULT_AMORTIZE_YEARS:g}", util=f"{DEFAULT_UTILIZATION * 100:.0f}")
+            help_ = t("fit_speed_help", years=f"{Ownership().years:g}", util=f"{Ownership().utilization * 100:.0f}")
         else:
             heads = [t("fit_col_card"), t("fit_col_gpus"), t("fit_col_train_tps"), t("fit_col_hours"),
                      t("fit_col_run_cost", cur=cur), t("fit_col_run_cost_new", cur=cur),
@@ -369,8 +359,8 @@ class QuantFitPage(Page):
                 f"<td>{r['tokens_per_s']:,.0f}</td><td>{r['hours']:,.1f}</td><td>{_fmt(r['cloud'], 2)}</td>"
                 f"<td>{_fmt(r['new'], 2)}</td><td>{_fmt(r['used'], 2)}</td></tr>"
                 for r in self.speed_rows)
-            help_ = t("fit_train_help", tokens=f"{self.train_tokens.value:g}", years=f"{DEFAULT_AMORTIZE_YEARS:g}",
-                      util=f"{DEFAULT_UTILIZATION * 100:.0f}")
+            help_ = t("fit_train_help", tokens=f"{self.train_tokens.value:g}", years=f"{Ownership().years:g}",
+                      util=f"{Ownership().utilization * 100:.0f}")
         self.speed_html.value = (f"<h4>{html.escape(t('fit_speed_title'))}</h4><p class='gc-help'>{html.escape(help_)}</p>"
                                  "<table><thead><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in heads)
                                  + f"</tr></thead><tbody>{body}</tbody></table>")

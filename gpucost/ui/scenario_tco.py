@@ -168,22 +168,22 @@ class ScenarioTcoPage(Page):
         try:
             months = int(self._init["months"]) if initial and self._init["months"] else inp.horizon_months
             self.months.value = max(self.months.min, min(self.months.max, months))
-            self.count.value = int(p["N"])
-            util = self._init["utilization"] if initial and self._init["utilization"] >= 0 else p["base_util"]
+            self.count.value = int(p.owned.count)
+            util = self._init["utilization"] if initial and self._init["utilization"] >= 0 else p.demand.base_utilization
             self.util.max = max(1.0, float(util))
             self.util.value = float(util)
-            self.growth.value = float(p["growth"])
+            self.growth.value = float(p.demand.growth_per_year)
             kwh = self._init["electricity_per_kwh"] if initial and self._init["electricity_per_kwh"] >= 0 \
-                else p["kwh"]
+                else p.owned.electricity_per_kwh
             self.kwh.value = f"{kwh:.4g}"
-            self.pue.value = f"{p['pue']:.3g}"
-            self.host.value = f"{p['host_cost']:.6g}"
-            self.resale.value = min(1.0, max(0.3, float(p["rho"])))
-            self.rate.value = "" if p["lease_rate"] != p["lease_rate"] else f"{100 * p['lease_rate']:.3g}"
+            self.pue.value = f"{p.owned.pue:.3g}"
+            self.host.value = f"{p.owned.host_cost:.6g}"
+            self.resale.value = min(1.0, max(0.3, float(p.owned.resale_retention_per_year)))
+            self.rate.value = "" if p.lease.annual_rate != p.lease.annual_rate else f"{100 * p.lease.annual_rate:.3g}"
             self.bucket.value = sc.values["spot.interruption_bucket"] or "10-15%"
-            self.ckpt.value = f"{60 * p['ckpt_h']:.3g}"
-            self.restart.value = f"{60 * p['restart_h']:.3g}"
-            self.headroom.value = float(p["headroom"])
+            self.ckpt.value = f"{60 * p.spot.checkpoint_hours:.3g}"
+            self.restart.value = f"{60 * p.spot.restart_hours:.3g}"
+            self.headroom.value = float(p.hybrid.headroom_fraction)
             self.save_name.value = f"my-{sc.name}.yaml"
             for box in (self.kwh_msg, self.pue_msg, self.host_msg, self.rate_msg, self.ckpt_msg, self.restart_msg):
                 self.show_error(box, None)
@@ -193,8 +193,8 @@ class ScenarioTcoPage(Page):
         self._money_currency = self.state.currency
         if initial:
             # parameters given to the page count as the user's changes
-            self._populated["demand.utilization"] = round(float(p["base_util"]), 6)
-            self._populated["owned.electricity_per_kwh"] = float(f"{p['kwh']:.4g}")
+            self._populated["demand.utilization"] = round(float(p.demand.base_utilization), 6)
+            self._populated["owned.electricity_per_kwh"] = float(f"{p.owned.electricity_per_kwh:.4g}")
             self._populated["horizon_months"] = inp.horizon_months
         self._relabel_about()
 

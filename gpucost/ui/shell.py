@@ -19,8 +19,8 @@ from IPython.display import display
 
 from gpucost.catalog import Catalog
 from gpucost.errors import GpucostError
+from gpucost.i18n import DEFAULT_CURRENCY, LANGUAGES, t
 from gpucost.ui.chart import Chart, PlotlyLibrary
-from gpucost.ui.i18n import DEFAULT_CURRENCY, LANGUAGES, t
 
 #: page id → (notebook file, nav string key)
 PAGES = {

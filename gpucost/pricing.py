@@ -1,0 +1,82 @@
+"""What a card costs: its street price new and used and its cloud price per GPU-hour, in one currency.
+
+The one place the engines read prices from. A card's street price is the median of its rows in the
+display currency when there are any (a Chinese buyer sees Chinese prices), else the median of all its
+rows converted through fx.csv; whole-server quotes (channel ``server-quote``) are left out. The cloud
+price is the lowest on-demand price per GPU-hour over the offers. Cached per loaded tables and currency.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from gpucost.catalog import Catalog, derived
+
+PRICE_BASES = ("new", "used", "cloud")
+#: price basis → the price_summary column holding it
+BASIS_COLUMN = {"new": "price_new", "used": "price_used", "cloud": "cloud_hourly"}
+
+
+def _summary(catalog: Catalog, currency: str) -> pd.DataFrame:
+    prices = catalog.prices
+    rates = catalog.fx.set_index("currency")["per_usd"]
+    out = pd.DataFrame(index=pd.Index(catalog.gpus["id"], name="id"))
+    # a server quote is the price of a whole machine (several cards and the host), not of one card
+    per_card = prices[prices["channel"].fillna("").str.lower() != "server-quote"]
+    for cond in ("new", "used"):
+        rows = per_card[per_card["condition"] == cond].copy()
+        rows["in_target"] = rows["currency"] == currency
+        rows["value"] = rows["price"] * (rates[currency] / rows["currency"].map(rates).to_numpy())
+        has_local = rows.groupby("gpu_id")["in_target"].transform("any")
+        rows = rows[~has_local | rows["in_target"]]
+        g = rows.groupby("gpu_id")
+        out[f"price_{cond}"] = g["value"].median()
+        out[f"price_{cond}_source"] = g["source"].agg(lambda s: " ; ".join(dict.fromkeys(s)))
+        out[f"price_{cond}_as_of"] = g["as_of"].max()
+    offers = catalog.offers
+    per_gpu = offers["Price"] / offers["AcceleratorCount"]
+    per_gpu = per_gpu * (rates[currency] / offers["currency"].map(rates).to_numpy())
+    o = offers.assign(per_gpu=per_gpu).dropna(subset=["per_gpu"]).sort_values("per_gpu")
+    best = o.groupby("gpu_id").first()
+    out["cloud_hourly"] = best["per_gpu"]
+    out["cloud_source"] = best["source"]
+    out["cloud_as_of"] = best["as_of"]
+    out["cloud_offer"] = best["provider"] + " " + best["InstanceType"]
+    return out
+
+
+def price_summary(catalog: Catalog, currency: str) -> pd.DataFrame:
+    """Per GPU (one row per catalog card, column ``id``): price_new, price_used, cloud_hourly in
+    ``currency``, each with its source and as-of date (see the module docstring)."""
+    return price_index(catalog, currency).reset_index()
+
+
+def price_index(catalog: Catalog, currency: str) -> pd.DataFrame:
+    """:func:`price_summary` indexed by GPU id (computed once per loaded tables and currency; read-only)."""
+    currency = currency.upper()
+    catalog.fx_rate(currency)  # raises on an unknown currency
+    tables = (catalog.gpus, catalog.prices, catalog.offers, catalog.fx)
+    return derived(tables, f"price_summary:{currency}", lambda _t: _summary(catalog, currency))
+
+
+def card_table(catalog: Catalog, currency: str = "USD") -> pd.DataFrame:
+    """The gpus table joined with its prices in ``currency`` (see :func:`price_summary`)."""
+    return derived((catalog.gpus, catalog.prices, catalog.offers, catalog.fx), f"card_table:{currency.upper()}",
+                   lambda _t: catalog.gpus.merge(price_summary(catalog, currency), on="id", how="left"))
+
+
+def card_price(catalog: Catalog, gpu_id: str, currency: str, basis: str) -> tuple[float | None, str, str]:
+    """(price, source, as-of) of one card on a basis (new, used: per card; cloud: per GPU-hour)."""
+    ps = price_index(catalog, currency)
+    if gpu_id not in ps.index:
+        return None, "", ""
+    col = BASIS_COLUMN[basis]
+    v = ps.at[gpu_id, col]
+    if v is None or v != v:
+        return None, "", ""
+    src_col, asof_col = (("cloud_source", "cloud_as_of") if basis == "cloud"
+                         else (f"{col}_source", f"{col}_as_of"))
+    src = str(ps.at[gpu_id, src_col])
+    if basis == "cloud":
+        src = f"{ps.at[gpu_id, 'cloud_offer']}: {src}"
+    return float(v), src, str(ps.at[gpu_id, asof_col])

@@ -1,0 +1,276 @@
+"""One input-spec system: every input's type, default, bounds and unit, written once.
+
+A :class:`Spec` describes one input — a CLI flag, a widget, a scenario-file key, a claim input or a
+column of a data table — and is the only place its bounds live. Scalar values are validated through
+pydantic (``TypeAdapter`` over an ``Annotated`` type built from the spec: finite numbers only, bounds,
+choices); table columns are validated vectorized by :mod:`gpucost.catalog` with the same bounds. The CLI
+parses text with :meth:`Spec.parse` (which also accepts ``32k``, ``500M``, ``1.5G``, ``1e9``,
+``1,000``), and widgets take their range from :meth:`Spec.widget_range`, so the slider, the parser and
+the validator agree.
+
+:data:`SPECS` holds the quantities shared by several surfaces; :data:`DEFAULTS` their defaults (what the
+CLI and every page start from; the README lists them).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from functools import cached_property
+from typing import TYPE_CHECKING, Annotated, Any, Literal
+
+from gpucost.errors import GpucostError, closest
+
+if TYPE_CHECKING:  # pydantic is imported when a value is first checked (the CLI's --help stays fast)
+    from pydantic import TypeAdapter, ValidationError
+
+#: spec kinds. Numbers: float, int. Text: str. choice: one of ``choices``. bool. Names resolved against
+#: the catalog by the caller: gpu, model, format, provider, scenario, currency (validated as text here).
+KINDS = ("float", "int", "str", "bool", "choice", "gpu", "model", "format", "provider", "scenario", "currency")
+NAME_KINDS = ("gpu", "model", "format", "provider", "scenario", "currency")
+#: suffixes a number typed as text may carry (tokens, parameters): 32k, 500M, 1.5G, 2T
+SUFFIX = {"k": 1e3, "m": 1e6, "g": 1e9, "b": 1e9, "t": 1e12}
+_NUM_RE = re.compile(r"^\s*([-+]?(?:\d[\d,_]*\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*([kKmMgGbBtT]?)\s*$")
+_TRUE = {"1", "true", "yes", "y", "on", "t"}
+_FALSE = {"0", "false", "no", "n", "off", "f"}
+
+
+def parse_number(text: str, *, suffixes: bool = True) -> float:
+    """A number typed as text: ``4096``, ``1,000``, ``1e9``, and with ``suffixes`` ``32k``, ``500M``,
+    ``1.5G``. Raises ValueError."""
+    m = _NUM_RE.match(str(text))
+    if not m or (m.group(2) and not suffixes):
+        raise ValueError(text)
+    v = float(m.group(1).replace(",", "").replace("_", ""))
+    return v * SUFFIX[m.group(2).lower()] if m.group(2) else v
+
+
+def _fmt(x: float) -> str:
+    return f"{x:,.0f}" if abs(x) >= 1e5 and x == int(x) else f"{x:g}"
+
+
+@dataclass(frozen=True)
+class Spec:
+    """One input. ``ge``/``gt``/``le``/``lt`` are inclusive/exclusive bounds; ``optional`` inputs may be
+    empty (None); ``step`` is the widget step; ``suffixes``: text may say 32k, 500M."""
+
+    kind: str = "float"
+    default: Any = None
+    ge: float | None = None
+    gt: float | None = None
+    le: float | None = None
+    lt: float | None = None
+    unit: str = ""
+    choices: tuple = ()
+    step: float | None = None
+    optional: bool = False
+    suffixes: bool = False
+    help: str = field(default="", compare=False)
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ValueError(f"unknown spec kind {self.kind!r}")
+
+    # -- pydantic ------------------------------------------------------------------------------------
+    def annotation(self) -> Any:
+        from pydantic import Field
+
+        bounds = {k: getattr(self, k) for k in ("ge", "gt", "le", "lt") if getattr(self, k) is not None}
+        base: Any
+        if self.kind == "float":
+            base = Annotated[float, Field(strict=False, allow_inf_nan=False, **bounds)]
+        elif self.kind == "int":
+            base = Annotated[int, Field(strict=False, **bounds)]
+        elif self.kind == "bool":
+            base = bool
+        elif self.kind == "choice":
+            base = Literal[tuple(self.choices)]  # type: ignore[valid-type]
+        else:
+            base = Annotated[str, Field(min_length=1)]
+        return base | None if self.optional else base
+
+    @cached_property
+    def adapter(self) -> TypeAdapter:
+        from pydantic import TypeAdapter
+
+        return TypeAdapter(self.annotation())
+
+    def range_text(self) -> str:
+        """The allowed range in words: "between 1 and 120 months", "greater than 0"."""
+        unit = f" {self.unit}" if self.unit and self.unit not in ("%",) else self.unit
+        lo = self.ge if self.ge is not None else self.gt
+        hi = self.le if self.le is not None else self.lt
+        if self.kind == "choice":
+            return "one of " + ", ".join(map(str, self.choices))
+        if lo is not None and hi is not None and self.gt is None and self.lt is None:
+            return f"between {_fmt(lo)} and {_fmt(hi)}{unit}"
+        parts = []
+        if self.ge is not None:
+            parts.append(f"at least {_fmt(self.ge)}")
+        if self.gt is not None:
+            parts.append(f"greater than {_fmt(self.gt)}")
+        if self.le is not None:
+            parts.append(f"at most {_fmt(self.le)}")
+        if self.lt is not None:
+            parts.append(f"less than {_fmt(self.lt)}")
+        return (" and ".join(parts) + unit) if parts else "a number"
+
+    def check(self, value: Any, where: str = "value") -> Any:
+        """The value validated (and converted: "12" → 12 for numbers); GpucostError with one line naming
+        ``where`` and the allowed range otherwise."""
+        if self.optional and (value is None or (isinstance(value, str) and not value.strip())):
+            return None
+        original = value
+        if isinstance(value, str) and self.kind in ("float", "int"):
+            value = self._number_text(value, where)
+        if isinstance(value, str) and self.kind == "bool":
+            low = value.strip().lower()
+            if low not in _TRUE | _FALSE:
+                raise GpucostError(f"{where}: '{value}' is not true or false")
+            value = low in _TRUE
+        if self.kind == "int" and isinstance(value, float) and math.isfinite(value) and value == int(value):
+            value = int(value)
+        if isinstance(value, bool) and self.kind in ("float", "int"):
+            raise GpucostError(f"{where}: {value} is not a number")
+        if isinstance(value, str) and self.kind not in ("choice", "bool"):
+            value = value.strip()
+        from pydantic import ValidationError
+
+        try:
+            return self.adapter.validate_python(value)
+        except ValidationError as exc:
+            raise GpucostError(self._message(exc, original, where)) from None
+
+    def _number_text(self, text: str, where: str) -> float:
+        try:
+            return parse_number(text, suffixes=self.suffixes)
+        except ValueError:
+            hint = " (e.g. 4096, 32k, 1.5M)" if self.suffixes else ""
+            raise GpucostError(f"{where}: '{text}' is not a number{hint}") from None
+
+    def _message(self, exc: ValidationError, value: Any, where: str) -> str:
+        err = exc.errors()[0]
+        typ = err.get("type", "")
+        shown = repr(value) if isinstance(value, str) else (f"{value:g}" if isinstance(value, float) else value)
+        if self.kind == "choice" or typ == "literal_error":
+            hint = closest(str(value), [str(c) for c in self.choices], 1)
+            return (f"{where}: {shown} is not one of {', '.join(map(str, self.choices))}"
+                    + (f" (closest: {hint[0]})" if hint else ""))
+        if typ in ("finite_number",):
+            return f"{where}: {shown} is not a finite number"
+        if typ.startswith(("int_", "float_")) and typ not in ("int_from_float",):
+            return f"{where}: {shown} is not {'a whole number' if self.kind == 'int' else 'a number'}"
+        if typ == "int_from_float":
+            return f"{where}: {shown} is not a whole number"
+        if typ in ("greater_than", "greater_than_equal", "less_than", "less_than_equal"):
+            return f"{where}: {shown} must be {self.range_text()}"
+        if typ == "string_too_short":
+            return f"{where}: a value is required"
+        return f"{where}: {shown} is not valid ({err.get('msg', typ)})"
+
+    def parse(self, text: str, where: str = "value") -> Any:
+        """Text (a CLI flag, a text box) → a checked value."""
+        return self.check(text, where)
+
+    # -- widgets -------------------------------------------------------------------------------------
+    def widget_range(self) -> tuple[float, float]:
+        """(min, max) for a bounded widget: the inclusive bounds, an exclusive lower bound moved up by
+        one step (or to the smallest positive value the widget shows)."""
+        step = self.step or (1 if self.kind == "int" else 0.01)
+        lo = self.ge if self.ge is not None else (self.gt + step if self.gt is not None else -1e12)
+        hi = self.le if self.le is not None else (self.lt - step if self.lt is not None else 1e12)
+        return lo, hi
+
+    def with_default(self, default: Any, **changes: Any) -> Spec:
+        return replace(self, default=default, **changes)
+
+
+# --------------------------------------------------------------------------------------------------
+# Shared quantities: one bound for each, wherever it is asked
+# --------------------------------------------------------------------------------------------------
+
+#: the inference engines gpucost models (memory profiles, speed factors); one list for every surface
+ENGINES = ("transformers", "vllm", "llama.cpp", "tensorrt-llm")
+#: the longest context any catalog model advertises is 10M tokens (Llama 4 Scout); beyond that a value
+#: is a typo, not a question
+MAX_CONTEXT_TOKENS = 10_000_000
+#: more cards than any single job in the catalog's sources uses (Llama 3 405B: 16,384 H100)
+MAX_GPUS = 100_000
+#: the longest TCO horizon: 10 years (a card's life and a lease's term are shorter)
+MAX_HORIZON_MONTHS = 120
+#: a price per kWh above this is a typo in any currency of fx.csv (JPY included) [currency/kWh]
+MAX_ELECTRICITY_PER_KWH = 1000.0
+#: the most tokens a training-time question takes (100× the largest published pre-training runs)
+MAX_TRAIN_TOKENS = 1e15
+
+SPECS: Mapping[str, Spec] = {
+    "context": Spec("int", 4096, ge=1, le=MAX_CONTEXT_TOKENS, unit="tokens", suffixes=True,
+                    help="tokens per sequence: KV cache (inference) or sequence length (training)"),
+    "prompt": Spec("int", None, ge=1, le=MAX_CONTEXT_TOKENS, unit="tokens", suffixes=True, optional=True,
+                   help="prompt tokens processed in one pass (default: the whole context)"),
+    "batch": Spec("int", 1, ge=1, le=65_536, unit="sequences", help="concurrent sequences / micro-batch"),
+    "gpus": Spec("int", 1, ge=1, le=MAX_GPUS, unit="GPUs", help="number of cards"),
+    "max_gpus": Spec("int", 1024, ge=1, le=MAX_GPUS, unit="GPUs", help="the most cards to consider"),
+    "zero": Spec("choice", 0, choices=(0, 1, 2, 3), help="DeepSpeed ZeRO stage"),
+    "offload": Spec("choice", "none", choices=("none", "cpu", "nvme"), help="ZeRO offload target"),
+    "lora_rank": Spec("int", 16, ge=1, le=4096, help="LoRA rank"),
+    "gpu_layers": Spec("int", None, ge=0, le=10_000, optional=True, help="llama.cpp -ngl"),
+    "train_tokens": Spec("float", 1e9, gt=0, le=MAX_TRAIN_TOKENS, unit="tokens", suffixes=True,
+                         help="tokens the training run processes"),
+    "currency": Spec("currency", "USD", help="display currency (an ISO code in fx.csv)"),
+    "horizon_months": Spec("int", 36, ge=1, le=MAX_HORIZON_MONTHS, unit="months", help="months to compare over"),
+    "amortization_years": Spec("float", 3.0, gt=0, le=20, unit="years", step=0.5,
+                               help="years an owned card's value is spread over"),
+    "utilization": Spec("float", 0.5, gt=0, le=1, step=0.05, help="share of the hours an owned card is busy"),
+    "utilization_pct": Spec("float", 50.0, gt=0, le=100, unit="%", step=1,
+                            help="share of the hours an owned card is busy [%]"),
+    "site": Spec("choice", "office", choices=("home", "office", "colocation"), help="where owned cards run"),
+    "electricity_per_kwh": Spec("float", None, ge=0, le=MAX_ELECTRICITY_PER_KWH, unit="per kWh", optional=True,
+                                step=0.01, help="electricity price (default: the market's)"),
+    "price": Spec("float", None, gt=0, le=1e9, optional=True, help="a price in the display currency"),
+    "hourly_price": Spec("float", None, gt=0, le=10_000, unit="per GPU-hour", optional=True,
+                         help="a price per GPU-hour"),
+    "engine": Spec("choice", "vllm", choices=ENGINES, help="inference engine"),
+    "mode": Spec("choice", "inference", choices=("inference", "full", "lora", "qlora"), help="what is run"),
+    "train_mode": Spec("choice", "lora", choices=("full", "lora", "qlora"), help="training mode"),
+    "quant": Spec("format", "bf16", help="weight format"),
+    "monte_carlo_draws": Spec("int", 10_000, ge=1, le=200_000, unit="draws", help="Monte Carlo draws"),
+    "seed": Spec("int", 0, ge=0, le=2**32 - 1, help="random seed"),
+    "tokens_per_s": Spec("float", None, gt=0, le=1e9, unit="tokens/s", optional=True),
+}
+
+
+@dataclass(frozen=True)
+class Defaults:
+    """Defaults shared by the CLI and every page (from :data:`SPECS`)."""
+
+    context: int
+    batch: int
+    gpus: int
+    lora_rank: int
+    train_tokens: float
+    currency: str
+    horizon_months: int
+    amortization_years: float
+    utilization: float
+    site: str
+    engine: str
+    mode: str
+    quant: str
+    max_gpus: int
+
+
+DEFAULTS = Defaults(**{k: SPECS[k].default for k in Defaults.__dataclass_fields__})
+
+
+def spec(name: str) -> Spec:
+    """The shared spec of ``name`` (KeyError lists the names)."""
+    try:
+        return SPECS[name]
+    except KeyError:
+        raise KeyError(f"no shared spec '{name}'; known: {', '.join(SPECS)}") from None
+
+
+__all__ = ["ENGINES", "Spec", "SPECS", "DEFAULTS", "Defaults", "spec", "parse_number", "KINDS", "NAME_KINDS"]
