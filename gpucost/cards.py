@@ -19,9 +19,10 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 import pandas as pd
 
-from gpucost.catalog import Catalog
+from gpucost.catalog import Catalog, derived
 from gpucost.errors import GpucostError, UnknownNameError
 from gpucost.pricing import card_table
+from gpucost.serialize import Record
 
 #: precision → the gpus.csv column with its dense throughput
 PRECISION_COLUMN = {
@@ -73,7 +74,7 @@ class Need:
 
 
 @dataclass(frozen=True)
-class CardScore:
+class CardScore(Record):
     """One ranked card. Prices in ``currency``; ``price`` is the one of the chosen basis."""
 
     rank: int
@@ -96,10 +97,6 @@ class CardScore:
     price_as_of: str
     warnings: tuple[str, ...] = ()
 
-    def to_dict(self) -> dict:
-        d = asdict(self)
-        d["warnings"] = list(self.warnings)
-        return {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in d.items()}
 
 
 @dataclass(frozen=True)
@@ -127,21 +124,18 @@ def weights_gib(params_b: float, bits_per_weight: float) -> float:
     return params_b * 1e9 * bits_per_weight / 8 / 2**30
 
 
-_REF_CACHE: dict[tuple[int, int], float | None] = {}
-
-
 def reference_70b_4bit_gib(catalog: Catalog) -> float | None:
     """Weights of the reference 70B model at the reference 4-bit format, from models/quant tables."""
     try:
         models, quants = catalog.table("models"), catalog.table("quant_formats")
     except GpucostError:
         return None
-    key = (id(models), id(quants))
-    if key not in _REF_CACHE:
+
+    def build(_t) -> float | None:
         m = models[models["id"] == REFERENCE_70B_MODEL]["params_total_b"]
         q = quants[quants["id"] == REFERENCE_4BIT_FORMAT]["bits_per_weight"]
-        _REF_CACHE[key] = weights_gib(float(m.iloc[0]), float(q.iloc[0])) if len(m) and len(q) else None
-    return _REF_CACHE[key]
+        return weights_gib(float(m.iloc[0]), float(q.iloc[0])) if len(m) and len(q) else None
+    return derived((models, quants), "reference_70b_4bit_gib", build)
 
 
 def card_warnings(row, need: Need, big_model_gib: float | None) -> tuple[str, ...]:

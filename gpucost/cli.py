@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
-import math
 import sys
 from typing import Any
 
@@ -38,23 +37,10 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _clean(obj: Any) -> Any:
-    """NaN/inf → null, tuples → lists, records with to_dict → dicts (for strict JSON)."""
-    if hasattr(obj, "to_dict") and not isinstance(obj, dict):
-        obj = obj.to_dict()
-    if isinstance(obj, dict):
-        return {str(k): _clean(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_clean(v) for v in obj]
-    if isinstance(obj, float) and (math.isnan(obj) or math.isinf(obj)):
-        return None
-    if hasattr(obj, "item") and callable(obj.item):  # numpy scalars
-        return _clean(obj.item())
-    return obj
-
-
 def dump_json(obj: Any) -> str:
-    return json.dumps(_clean(obj), ensure_ascii=False, indent=2, allow_nan=False)
+    from gpucost.serialize import jsonable
+
+    return json.dumps(jsonable(obj), ensure_ascii=False, indent=2, allow_nan=False)
 
 
 def main(argv: list[str] | None = None) -> int:

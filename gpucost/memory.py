@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
 import numpy as np
@@ -45,6 +45,7 @@ from gpucost.quant import (
     weight_bytes,
     weights_file_gib,
 )
+from gpucost.serialize import Record, fields_dict, jsonable
 from gpucost.specs import DEFAULTS
 from gpucost.specs import ENGINES as SPEC_ENGINES
 
@@ -184,7 +185,7 @@ VAE_LIVE_TENSORS = 3
 # --------------------------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
-class Breakdown:
+class Breakdown(Record):
     """Memory of one GPU by component [GiB]."""
 
     weights: float = 0.0
@@ -199,9 +200,7 @@ class Breakdown:
         return self.weights + self.kv_cache + self.activations + self.gradients + self.optimizer + self.overhead
 
     def to_dict(self) -> dict:
-        d = asdict(self)
-        d["total"] = self.total
-        return {k: round(v, 4) for k, v in d.items()}
+        return fields_dict(self, total=self.total)
 
 
 @dataclass(frozen=True)
@@ -240,7 +239,7 @@ class Setup:
 
 
 @dataclass(frozen=True)
-class Estimate:
+class Estimate(Record):
     """A memory estimate: per-GPU breakdown [GiB], what lands in CPU RAM and on NVMe for the whole job (all
     GPUs together) [GiB], the weights file."""
 
@@ -265,16 +264,16 @@ class Estimate:
         return self.per_gpu.total - CUDA_CONTEXT_GIB
 
     def to_dict(self) -> dict:
-        return {"model": self.model, "quant": self.quant, "mode": self.setup.mode,
-                "engine": self.setup.engine, "context": self.setup.context, "batch": self.setup.batch,
-                "gpus": self.setup.gpus, "zero": self.setup.zero, "offload": self.setup.offload,
-                "per_gpu_gib": self.per_gpu.to_dict(), "cpu_gib": round(self.cpu_gib, 4),
-                "nvme_gib": round(self.nvme_gib, 4), "weights_file_gib": round(self.weights_file_gib, 4),
-                "trainable_params": self.trainable_params, "notes": list(self.notes)}
+        s = self.setup
+        return jsonable({"model": self.model, "quant": self.quant, "mode": s.mode, "engine": s.engine,
+                         "context": s.context, "batch": s.batch, "gpus": s.gpus, "zero": s.zero, "offload": s.offload,
+                         "per_gpu_gib": self.per_gpu, "cpu_gib": self.cpu_gib, "nvme_gib": self.nvme_gib,
+                         "weights_file_gib": self.weights_file_gib, "trainable_params": self.trainable_params,
+                         "notes": self.notes})
 
 
 @dataclass(frozen=True)
-class CardFit:
+class CardFit(Record):
     """Whether and on how many of one card the setup fits."""
 
     gpu: str
@@ -286,10 +285,6 @@ class CardFit:
     usable_gib: float
     per_gpu_gib: float | None
 
-    def to_dict(self) -> dict:
-        return {"gpu": self.gpu, "name": self.name, "vram_gib": self.vram_gib, "min_gpus": self.min_gpus,
-                "fits_on_one": self.fits_on_one, "reason": self.reason, "usable_gib": round(self.usable_gib, 3),
-                "per_gpu_gib": None if self.per_gpu_gib is None else round(self.per_gpu_gib, 3)}
 
 
 # --------------------------------------------------------------------------------------------------
@@ -781,7 +776,7 @@ def _largest(fits, upper: int) -> int | None:
 
 
 @dataclass(frozen=True)
-class CheapestCard:
+class CheapestCard(Record):
     basis: str            # new | used | cloud
     gpu: str | None
     name: str | None
@@ -790,8 +785,6 @@ class CheapestCard:
     currency: str
     unit: str             # "" or "per hour"
 
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 def cheapest_cards(fits: list[CardFit], table: pd.DataFrame, currency: str = "USD") -> list[CheapestCard]:

@@ -18,14 +18,14 @@ import json
 import math
 import os
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field, replace
-from functools import lru_cache
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
 
-from gpucost.catalog import Catalog, normalize_name
+from gpucost.catalog import Catalog, derived, normalize_name
 from gpucost.errors import GpucostError, UnknownNameError
+from gpucost.serialize import Record
 
 #: model families whose feed-forward block is a plain two-matrix MLP (up, activation, down) with biases
 #: rather than a gated one (gate, up, down): StarCoder2 (config "mlp_type": "default", c_fc/c_proj),
@@ -49,7 +49,7 @@ HF_MODEL_TYPES = {"llama": "llama", "mistral": "mistral", "mixtral": "mixtral", 
 
 
 @dataclass(frozen=True)
-class ModelSpec:
+class ModelSpec(Record):
     """One model's architecture. Counts are plain numbers (parameters, not billions).
 
     params_total  : float  [parameters] as published (catalog) or counted from the config
@@ -137,8 +137,6 @@ class ModelSpec:
             return self.num_attention_heads * (self.qk_nope_head_dim + self.qk_rope_head_dim + self.v_head_dim)
         return self.kv_values_per_token_per_layer
 
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 @dataclass(frozen=True)
@@ -317,11 +315,9 @@ def fetch_hf_config(repo_id: str) -> dict:
 # Names
 # --------------------------------------------------------------------------------------------------
 
-@lru_cache(maxsize=8)
-def _alias_index(key: tuple) -> dict[str, str]:
-    ids, repos, aliases = key
+def _alias_index(m) -> dict[str, str]:
     index: dict[str, str] = {}
-    for mid, repo, al in zip(ids, repos, aliases, strict=True):
+    for mid, repo, al in zip(m["id"], m["hf_repo"].fillna(""), m["aliases"].fillna(""), strict=True):
         for name in [mid, repo, *str(al or "").split(";")]:
             if name and name.strip():
                 index.setdefault(normalize_name(name), mid)
@@ -335,8 +331,8 @@ def model_names(catalog: Catalog) -> list[str]:
 
 
 def model_index(catalog: Catalog) -> dict[str, str]:
-    m = catalog.table("models")
-    return _alias_index((tuple(m["id"]), tuple(m["hf_repo"].fillna("")), tuple(m["aliases"].fillna(""))))
+    """Normalized id, repo id and every alias → model id (once per loaded models table)."""
+    return derived(catalog.table("models"), "model_alias_index", _alias_index)
 
 
 def model_id(name: str, catalog: Catalog | None = None) -> str | None:

@@ -19,12 +19,13 @@ import math
 import re
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 
 import numpy as np
 
-from gpucost.catalog import Catalog, gpu_alias_index, normalize_name
+from gpucost.catalog import Catalog, derived, gpu_alias_index, normalize_name
 from gpucost.errors import GpucostError
+from gpucost.serialize import Record
 from gpucost.specs import DEFAULTS
 from gpucost.units import HOURS_PER_MONTH, J_PER_KWH, MIB_PER_GIB
 
@@ -77,7 +78,7 @@ def format_duration(seconds: float) -> str:
 # --------------------------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
-class Sample:
+class Sample(Record):
     """One reading of one GPU at ``t_s`` seconds since sampling began (None: no reading)."""
 
     t_s: float
@@ -103,8 +104,6 @@ class Sample:
                                             "memory_used_mib", "memory_total_mib", "power_w", "temperature_c")},
                    lost=bool(m.get("lost", False)))
 
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 def check_sampling(duration_s: float, interval_s: float) -> int:
@@ -154,7 +153,7 @@ def run_sampler(probe_fn: Callable[[], Iterable[Mapping]], duration_s: float, in
 # --------------------------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
-class Policy:
+class Policy(Record):
     """When a GPU counts as idle and when its memory is under pressure.
 
     idle_util_pct : utilization below this [%] is idle
@@ -177,12 +176,10 @@ class Policy:
             if not isinstance(v, (int, float)) or math.isnan(v) or math.isinf(v) or v < 0:
                 raise GpucostError(f"the {name} must be zero or more seconds, not {v}")
 
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 @dataclass(frozen=True)
-class Episode:
+class Episode(Record):
     """A run of consecutive samples meeting a condition: first sample at ``start_s``, last at
     ``last_s``; ``covered_s`` the time those samples stand for."""
 
@@ -190,12 +187,10 @@ class Episode:
     last_s: float
     covered_s: float
 
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 @dataclass(frozen=True)
-class Verdict:
+class Verdict(Record):
     """A policy applied to one GPU. status: fired | pending | ok | unknown (no readings)."""
 
     policy: str  # idle | memory
@@ -207,10 +202,6 @@ class Verdict:
     longest_s: float
     episodes: tuple[Episode, ...] = ()
 
-    def to_dict(self) -> dict:
-        d = asdict(self)
-        d["episodes"] = [e.to_dict() for e in self.episodes]
-        return d
 
 
 def _weights(ts: list[float], interval_s: float) -> list[float]:
@@ -259,7 +250,7 @@ def evaluate(policy_name: str, index: int, ts: list[float], flags: list[bool | N
 # --------------------------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
-class CardValue:
+class CardValue(Record):
     """Prices of one catalog card in ``currency`` and its hourly value.
 
     hourly_value : [currency / GPU-hour] the cloud on-demand price per GPU when the catalog has one
@@ -282,8 +273,6 @@ class CardValue:
     hourly_value: float | None
     hourly_basis: str | None  # cloud-on-demand | amortized-new | None
 
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 def _num(v) -> float | None:
@@ -337,18 +326,10 @@ def card_value(catalog: Catalog, gpu_id: str, currency: str = "USD",
                      hourly_value=hourly, hourly_basis=basis)
 
 
-_NAMES_CACHE: dict[int, tuple[object, dict[str, str], dict[str, float]]] = {}
-
-
 def _names(gpus) -> tuple[dict[str, str], dict[str, float]]:
-    """The alias index and memory [GiB] by id of a gpus frame, cached per frame (frames are read-only)."""
-    hit = _NAMES_CACHE.get(id(gpus))
-    if hit is None or hit[0] is not gpus:
-        if len(_NAMES_CACHE) > 8:
-            _NAMES_CACHE.clear()
-        hit = (gpus, gpu_alias_index(gpus), dict(zip(gpus["id"], gpus["vram_gib"].astype(float), strict=True)))
-        _NAMES_CACHE[id(gpus)] = hit
-    return hit[1], hit[2]
+    """The alias index and memory [GiB] by id of a gpus frame (computed once per loaded table)."""
+    return derived(gpus, "names_and_vram", lambda g: (
+        gpu_alias_index(g), dict(zip(g["id"], g["vram_gib"].astype(float), strict=True))))
 
 
 def match_gpu(catalog: Catalog, nvml_name: str, memory_total_mib: float | None = None
@@ -374,7 +355,7 @@ def match_gpu(catalog: Catalog, nvml_name: str, memory_total_mib: float | None =
 # --------------------------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
-class GpuSummary:
+class GpuSummary(Record):
     """What one GPU's samples say. Utilization in %, times in s, energy in kWh, cost in ``currency``."""
 
     index: int
@@ -394,12 +375,10 @@ class GpuSummary:
     lost: bool
     lost_at_s: float | None
 
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 @dataclass(frozen=True)
-class Waste:
+class Waste(Record):
     """Idle GPU-hours × the card's hourly value. ``basis`` says which value (see CardValue).
     ``wasted_per_month``: the same rate over an average month (730 h) of hours like the sampled ones."""
 
@@ -412,8 +391,6 @@ class Waste:
     wasted_per_month: float | None
     currency: str
 
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 @dataclass(frozen=True)

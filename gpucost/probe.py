@@ -24,8 +24,10 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
+
+from gpucost.serialize import Record
 
 MIB = 2**20
 
@@ -56,7 +58,7 @@ NO_DEVICES = ("NVML started but found no NVIDIA GPU (device count 0)",
 # --------------------------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
-class MigInstance:
+class MigInstance(Record):
     """One MIG instance of a GPU in MIG mode."""
 
     index: int
@@ -67,12 +69,10 @@ class MigInstance:
     gpu_instance_id: int | None
     compute_instance_id: int | None
 
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 @dataclass(frozen=True)
-class GpuProcess:
+class GpuProcess(Record):
     """A process using a GPU. ``used_memory_mib`` is None where NVML cannot tell (Windows WDDM)."""
 
     pid: int
@@ -80,12 +80,10 @@ class GpuProcess:
     used_memory_mib: float | None
     kind: str  # compute | graphics
 
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 @dataclass(frozen=True)
-class GpuInfo:
+class GpuInfo(Record):
     """Everything the probe read from one GPU. ``None``: NVML could not say (see ``unavailable``)."""
 
     index: int
@@ -128,12 +126,6 @@ class GpuInfo:
             return None
         return 100.0 * self.memory_used_mib / self.memory_total_mib
 
-    def to_dict(self) -> dict:
-        d = asdict(self)
-        d["mig_instances"] = [m.to_dict() for m in self.mig_instances]
-        d["processes"] = None if self.processes is None else [p.to_dict() for p in self.processes]
-        d["unavailable"] = dict(self.unavailable)
-        return d
 
 
 @dataclass(frozen=True)

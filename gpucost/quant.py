@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
@@ -25,6 +25,7 @@ import numpy as np
 from gpucost.catalog import Catalog, derived
 from gpucost.errors import GpucostError, UnknownNameError
 from gpucost.models import ModelSpec, weight_tensors
+from gpucost.serialize import Record
 
 GIB = 2**30
 
@@ -65,7 +66,7 @@ FLOAT_FAMILIES = {"float"}
 
 
 @dataclass(frozen=True)
-class QuantFormat:
+class QuantFormat(Record):
     """One weight format (a row of quant_formats.csv)."""
 
     id: str
@@ -105,10 +106,6 @@ class QuantFormat:
             return "fp32"
         return "bf16" if self.id == "bf16" else "fp16"
 
-    def to_dict(self) -> dict:
-        d = asdict(self)
-        d["engines"] = list(self.engines)
-        return {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in d.items()}
 
 
 def _opt(v):

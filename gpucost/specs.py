@@ -236,7 +236,7 @@ SPECS: Mapping[str, Spec] = {
     "mode": Spec("choice", "inference", choices=("inference", "full", "lora", "qlora"), help="what is run"),
     "train_mode": Spec("choice", "lora", choices=("full", "lora", "qlora"), help="training mode"),
     "quant": Spec("format", "bf16", help="weight format"),
-    "monte_carlo_draws": Spec("int", 10_000, ge=1, le=200_000, unit="draws", help="Monte Carlo draws"),
+    "monte_carlo_draws": Spec("int", 10_000, ge=0, le=200_000, unit="draws", help="Monte Carlo draws (0: none)"),
     "seed": Spec("int", 0, ge=0, le=2**32 - 1, help="random seed"),
     "tokens_per_s": Spec("float", None, gt=0, le=1e9, unit="tokens/s", optional=True),
 }

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -35,6 +35,7 @@ from gpucost.memory import ENGINE_PROFILES, KV_DTYPE_BYTES, _arrays, kv_cache_by
 from gpucost.models import ModelSpec, lora_trainable_params
 from gpucost.quant import QuantFormat, active_weight_fraction, weight_bytes
 from gpucost.records import Gpu
+from gpucost.serialize import Record
 from gpucost.specs import DEFAULTS
 from gpucost.units import SECONDS_PER_HOUR, TFLOPS
 
@@ -49,7 +50,7 @@ BACKWARD_SHARE = 2 / 3
 
 
 @dataclass(frozen=True)
-class EngineEfficiency:
+class EngineEfficiency(Record):
     """Calibrated factors of one engine (a row of data/engine_efficiency.csv)."""
 
     engine: str
@@ -65,10 +66,6 @@ class EngineEfficiency:
     notes: str
     borrowed_from: str = ""
 
-    def to_dict(self) -> dict:
-        d = asdict(self)
-        d["calibration_rows"] = list(self.calibration_rows)
-        return d
 
 
 def _f(v, default=float("nan")) -> float:
@@ -133,7 +130,7 @@ def peak_tflops(gpu: Gpu, fmt: QuantFormat) -> float | None:
 # --------------------------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
-class SpeedEstimate:
+class SpeedEstimate(Record):
     """Inference speed of one model, format and card set."""
 
     model: str
@@ -157,10 +154,6 @@ class SpeedEstimate:
     efficiency: dict
     notes: tuple[str, ...] = ()
 
-    def to_dict(self) -> dict:
-        d = asdict(self)
-        d["notes"] = list(self.notes)
-        return {k: (None if isinstance(v, float) and (math.isnan(v) or math.isinf(v)) else v) for k, v in d.items()}
 
 
 # --------------------------------------------------------------------------------------------------
@@ -318,7 +311,7 @@ def decode_speed_cards(spec: ModelSpec, fmt: QuantFormat, cards: Sequence[Gpu], 
 # --------------------------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
-class TrainingEstimate:
+class TrainingEstimate(Record):
     model: str
     mode: str
     gpu: str
@@ -334,8 +327,6 @@ class TrainingEstimate:
     currency: str
     cost_basis: str
 
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 def training_flops_per_token(spec: ModelSpec, mode: str, seq: int) -> float:

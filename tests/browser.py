@@ -53,8 +53,13 @@ class VoilaServer:
                 f"--VoilaKernelManager.kernel_pools_config={{'default': {{'pool_size': {pool_size}}}}}",
                 *(extra_args or [])]
         self.log = open(os.environ.get("HOME", "/tmp") + f"/voila-{self.port}.log", "w")  # noqa: SIM115
+        from gpucost.ui import JUPYTER_DATA
+
+        # the template from the package, as ./dev serve finds it (an editable install has no share/jupyter)
+        env = {**os.environ, "JUPYTER_PATH": os.pathsep.join(filter(None, (str(JUPYTER_DATA),
+                                                                          os.environ.get("JUPYTER_PATH"))))}
         self.proc = subprocess.Popen(args, cwd=ROOT, stdout=self.log, stderr=subprocess.STDOUT,
-                                     start_new_session=True)
+                                     start_new_session=True, env=env)
         deadline = time.time() + 90
         while time.time() < deadline:
             if self.proc.poll() is not None:

@@ -10,6 +10,7 @@ from gpucost.catalog import Catalog
 from gpucost.memory import Setup, estimate
 from gpucost.models import catalog_spec
 from gpucost.quant import get_format
+from gpucost.specs import DEFAULTS
 
 from .conftest import cli_json, run_cli, run_notebook
 
@@ -39,9 +40,9 @@ def test_fit_training_zero3_with_a_card_name():
     assert r["per_gpu_gib"]["optimizer"] == 0
     assert r["cpu_gib"] == pytest.approx(70.554e9 * 16 / 2**30, rel=1e-3)
     assert "max_context" in r and "max_batch" in r
-    # the page/engine give the same numbers
+    # the page/engine give the same numbers, at the shared default context (training and inference alike)
     e = estimate(catalog_spec("llama-3.1-70b", Catalog()), get_format("bf16"),
-                 Setup(mode="full", context=2048, gpus=8, zero=3, offload="cpu", engine="transformers"))
+                 Setup(mode="full", context=DEFAULTS.context, gpus=8, zero=3, offload="cpu", engine="transformers"))
     assert r["per_gpu_gib"]["total"] == pytest.approx(e.per_gpu.total, abs=1e-3)
 
 

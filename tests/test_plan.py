@@ -465,7 +465,7 @@ def test_cli_share_contract_and_config_file_is_never_overwritten(tmp_path):
 @pytest.mark.parametrize("args,msg", [
     (("share", "--gpu", "a100-80gb-sxm", "--workload", "10-30"), "expected MEM_GIB:UTIL_PCT"),
     (("share", "--gpu", "rtx4099", "--workload", "10:30"), "unknown GPU 'rtx4099'; closest"),
-    (("train", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--tokens", "lots"), "not a token count"),
+    (("train", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--tokens", "lots"), "'lots' is not a number"),
 ])
 def test_cli_bad_input_is_exit_2_and_one_line(args, msg):
     proc = run_cli("plan", *args)

@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import argparse
 
+from gpucost.commands import add_spec
+from gpucost.specs import DEFAULTS, ENGINES
+
 NAME = "fit"
 HELP = "memory per GPU to serve or fine-tune a model, and how many of each card it needs"
 
 MODES = ["inference", "full", "lora", "qlora"]
-ENGINES = ["transformers", "vllm", "llama.cpp", "tensorrt-llm", "torchtune"]
+#: inference engines, and torchtune for training
+FIT_ENGINES = [*ENGINES, "torchtune"]
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -18,36 +22,32 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--quant", required=True, metavar="Q",
                    help="weight format: fp32, fp16, bf16, fp8, bnb-int8, bnb-nf4-dq, gptq, awq, q8_0, q4_k_m, …")
     p.add_argument("--mode", default="inference", choices=MODES, help="inference (default), full, lora, qlora")
-    p.add_argument("--context", type=int, default=None, metavar="N",
-                   help="tokens per sequence (inference: KV cache; training: sequence length); default 4096 "
-                        "(2048 for training)")
-    p.add_argument("--batch", type=int, default=1, metavar="N",
-                   help="concurrent sequences (inference) or micro-batch per GPU (training)")
-    p.add_argument("--gpus", type=int, default=1, metavar="N", help="GPUs the per-GPU breakdown is for")
-    p.add_argument("--zero", type=int, default=0, choices=[0, 1, 2, 3], help="DeepSpeed ZeRO stage (training)")
-    p.add_argument("--offload", default="none", choices=["none", "cpu", "nvme"], help="ZeRO offload target")
-    p.add_argument("--engine", default=None, choices=ENGINES,
-                   help="inference engine (default: llama.cpp for GGUF, else vllm); training: transformers "
-                        "(default) or torchtune")
-    p.add_argument("--lora-rank", type=int, default=16, metavar="R", help="LoRA rank (lora, qlora)")
+    add_spec(p, "--context", "context", help="tokens per sequence (inference: KV cache; training: sequence length)")
+    add_spec(p, "--batch", "batch", help="concurrent sequences (inference) or micro-batch per GPU (training)")
+    add_spec(p, "--gpus", "gpus", help="GPUs the per-GPU breakdown is for")
+    add_spec(p, "--zero", "zero")
+    add_spec(p, "--offload", "offload")
+    p.add_argument("--engine", default=None, choices=FIT_ENGINES,
+                   help=f"inference engine (default: llama.cpp for GGUF, else {DEFAULTS.engine}); training: "
+                        "transformers (default) or torchtune")
+    add_spec(p, "--lora-rank", "lora_rank", metavar="R")
     p.add_argument("--lora-targets", default="all-linear", choices=["all-linear", "attention", "qv"])
     p.add_argument("--kv-dtype", default="fp16", choices=["fp16", "bf16", "fp32", "fp8", "q8_0", "q4_0"])
-    p.add_argument("--gpu-layers", type=int, default=None, metavar="N",
-                   help="llama.cpp partial offload: layers on the GPU (the rest in CPU RAM)")
+    add_spec(p, "--gpu-layers", "gpu_layers", help="llama.cpp partial offload: layers on the GPU (the rest in CPU RAM)")
     p.add_argument("--optimizer", default=None,
                    choices=["adamw", "adamw-8bit", "paged-adamw", "paged-adamw-8bit", "sgd"])
     p.add_argument("--no-flash-attention", action="store_true", help="eager attention (scores in memory)")
     p.add_argument("--no-grad-checkpointing", action="store_true", help="keep every layer's activations")
     p.add_argument("--gpu", metavar="ID", help="only this card (catalog id or name, e.g. 'RTX 4090'); adds the "
                                               "longest context and largest batch that fit on it")
-    p.add_argument("--currency", default="USD", metavar="C", help="currency of the cheapest-card answer")
+    p.add_argument("--currency", default=DEFAULTS.currency, metavar="C", help="currency of the cheapest-card answer")
     p.add_argument("--json", action="store_true", help="print JSON")
 
 
 def default_engine(fmt, mode: str) -> str:
     if mode != "inference":
         return "transformers"
-    return "llama.cpp" if fmt.is_gguf else "vllm"
+    return "llama.cpp" if fmt.is_gguf else DEFAULTS.engine
 
 
 def run(args: argparse.Namespace):
@@ -64,8 +64,7 @@ def run(args: argparse.Namespace):
     engine = args.engine or default_engine(fmt, args.mode)
     if args.mode == "inference" and engine == "torchtune":
         raise GpucostError("torchtune is a training framework; pick an inference engine for --mode inference")
-    context = args.context if args.context is not None else (4096 if args.mode == "inference" else 2048)
-    setup = Setup(mode=args.mode, context=context, batch=args.batch, gpus=args.gpus, engine=engine, zero=args.zero,
+    setup = Setup(mode=args.mode, context=args.context, batch=args.batch, gpus=args.gpus, engine=engine, zero=args.zero,
                   offload=args.offload, lora_rank=args.lora_rank, lora_targets=args.lora_targets,
                   kv_dtype=args.kv_dtype, gpu_layers=args.gpu_layers, optimizer=args.optimizer,
                   flash_attention=not args.no_flash_attention, grad_checkpointing=not args.no_grad_checkpointing)

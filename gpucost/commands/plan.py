@@ -4,22 +4,13 @@ training run (DeepSpeed ZeRO, offload, tensor/pipeline parallel) and a fleet tha
 from __future__ import annotations
 
 import argparse
-import re
 from pathlib import Path
+
+from gpucost.commands import add_spec
+from gpucost.specs import DEFAULTS
 
 NAME = "plan"
 HELP = "plan sharing (time-slicing/MIG/MPS), multi-GPU training (DeepSpeed) and autoscaling"
-
-_SIZE = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:e[+-]?\d+)?)\s*([kmbt]?)\s*$", re.IGNORECASE)
-_MULT = {"": 1, "k": 1e3, "m": 1e6, "b": 1e9, "t": 1e12}
-
-
-def _tokens(text: str) -> float:
-    m = _SIZE.match(str(text))
-    if not m:
-        raise argparse.ArgumentTypeError(f"'{text}' is not a token count (e.g. 1e9, 500M, 2B)")
-    return float(m.group(1)) * _MULT[m.group(2).lower()]
-
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     sub = p.add_subparsers(dest="plan_cmd", metavar="share|train|scale", parser_class=type(p))
@@ -50,15 +41,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     t.add_argument("--gpu", required=True, metavar="ID")
     t.add_argument("--mode", default="full", choices=["full", "lora", "qlora"])
     t.add_argument("--quant", default=None, metavar="Q", help="base weights format (qlora: bnb-nf4-dq by default)")
-    t.add_argument("--tokens", type=_tokens, default=1e9, metavar="N", help="token budget (1e9, 500M, 2B)")
-    t.add_argument("--seq-len", type=int, default=4096, metavar="N", help="sequence length [tokens]")
-    t.add_argument("--micro-batch", type=int, default=1, metavar="N", help="micro-batch per GPU [sequences]")
-    t.add_argument("--grad-accum", type=int, default=1, metavar="N", help="gradient accumulation steps")
-    t.add_argument("--lora-rank", type=int, default=16, metavar="R")
-    t.add_argument("--max-gpus", type=int, default=1024, metavar="N", help="largest GPU count to consider")
+    add_spec(t, "--tokens", "train_tokens", help="token budget (1e9, 500M, 2B)")
+    add_spec(t, "--seq-len", "context", help="sequence length [tokens]")
+    add_spec(t, "--micro-batch", "batch", help="micro-batch per GPU [sequences]")
+    add_spec(t, "--grad-accum", "batch", default=1, help="gradient accumulation steps")
+    add_spec(t, "--lora-rank", "lora_rank", metavar="R")
+    add_spec(t, "--max-gpus", "max_gpus", help="largest GPU count to consider")
     t.add_argument("--strategy", default=None, help="pick a strategy (dp, zero1, zero2, zero3, zero2+cpu, "
                    "zero3+cpu, zero3+nvme, tpN[+ppM]+zero1) instead of the fewest GPUs")
-    t.add_argument("--currency", default="USD", metavar="C")
+    t.add_argument("--currency", default=DEFAULTS.currency, metavar="C")
     t.add_argument("--nvme-path", default=None, metavar="DIR", help="NVMe offload directory in the config")
     t.add_argument("--deepspeed-config", metavar="FILE", help="write the DeepSpeed config JSON to FILE")
     t.add_argument("--force", action="store_true", help="overwrite FILE if it exists")
@@ -131,9 +122,6 @@ def run(args: argparse.Namespace):
         d["written"] = written
         return d
     if args.plan_cmd == "train":
-        for nm in ("seq_len", "micro_batch", "grad_accum", "lora_rank", "max_gpus"):
-            if getattr(args, nm) < 1:
-                raise GpucostError(f"--{nm.replace('_', '-')} must be >= 1, not {getattr(args, nm)}")
         kw = {"nvme_path": args.nvme_path} if args.nvme_path else {}
         result = plan.plan_train(args.model, args.gpu, cat, mode=args.mode, quant=args.quant, tokens=args.tokens,
                                  seq_len=args.seq_len, micro_batch=args.micro_batch, grad_accum=args.grad_accum,

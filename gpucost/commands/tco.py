@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from gpucost.commands import add_spec
+
 NAME = "tco"
 HELP = "compare buying, leasing and renting GPUs over time for a scenario (total cost, break-even, cheapest)"
 
@@ -13,12 +15,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     src.add_argument("--scenario", metavar="NAME", help="a bundled scenario (or one in GPUCOST_DATA_DIR/scenarios)")
     src.add_argument("--config", metavar="FILE", help="your own scenario YAML file")
     src.add_argument("--list", action="store_true", help="list the scenarios")
-    p.add_argument("--months", type=int, default=None, metavar="N", help="horizon in months (1-120)")
+    add_spec(p, "--months", "horizon_months", default=None, help="horizon (default: the scenario's)")
     p.add_argument("--currency", default=None, metavar="C", help="display currency (default: the scenario's)")
     p.add_argument("--tornado", action="store_true", help="add the tornado (each input swung over its range)")
-    p.add_argument("--monte-carlo", type=int, default=0, metavar="DRAWS",
-                   help="add a Monte Carlo over the uncertain inputs with this many draws")
-    p.add_argument("--seed", type=int, default=0, help="Monte Carlo random seed")
+    add_spec(p, "--monte-carlo", "monte_carlo_draws", default=0, metavar="DRAWS",
+             help="add a Monte Carlo over the uncertain inputs with this many draws (0: none)")
+    add_spec(p, "--seed", "seed", help="Monte Carlo random seed")
     p.add_argument("--json", action="store_true", help="print JSON")
 
 
@@ -31,10 +33,6 @@ def run(args: argparse.Namespace):
         return tco.list_scenarios()
     if not (args.scenario or args.config):
         raise GpucostError("give --scenario NAME, --config FILE or --list")
-    if args.months is not None and not (1 <= args.months <= 120):
-        raise GpucostError(f"--months must be 1 to 120, not {args.months}")
-    if args.monte_carlo < 0:
-        raise GpucostError(f"--monte-carlo must be >= 0, not {args.monte_carlo}")
     sc = tco.read_scenario_file(args.config) if args.config else tco.load_scenario(args.scenario)
     inputs = tco.resolve(sc, Catalog(), currency=args.currency, months=args.months)
     result = tco.evaluate(inputs)

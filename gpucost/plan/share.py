@@ -20,6 +20,7 @@ import yaml
 
 from gpucost.catalog import Catalog
 from gpucost.errors import DataError, GpucostError, UnknownNameError
+from gpucost.serialize import Record
 from gpucost.serialize import jsonable as _clean
 from gpucost.units import GIB_PER_GB
 
@@ -201,7 +202,7 @@ def choose_mig_profile(w: Workload, profiles: Sequence[MigProfile]) -> MigProfil
 
 
 @dataclass(frozen=True)
-class Placement:
+class Placement(Record):
     """A workload on a card (MIG: on an instance of ``profile`` starting at memory slice ``start``)."""
 
     workload: int  # 1-based, in the order given
@@ -213,8 +214,6 @@ class Placement:
     profile: str | None = None
     start: int | None = None
 
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 @dataclass(frozen=True)

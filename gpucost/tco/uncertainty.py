@@ -165,6 +165,8 @@ def monte_carlo(inputs: Inputs, result: TcoResult | None = None, *, draws: int =
     """Draw every uncertain input from a triangular (low, base, high) distribution over its range and
     price every option per draw (vectorized, in chunks so ``progress(fraction)`` can report)."""
     draws = int(SPECS["monte_carlo_draws"].check(draws, "Monte Carlo draws"))
+    if draws < 1:
+        raise GpucostError(f"Monte Carlo needs at least one draw, not {draws}")
     seed = int(SPECS["seed"].check(seed, "seed"))
     result = result or evaluate(inputs, months=months)
     M = result.horizon_months

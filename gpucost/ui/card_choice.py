@@ -25,7 +25,6 @@ class CardChoicePage(Page):
         self._init = dict(min_vram_gib=min_vram_gib, precision=precision, budget=budget,
                           price_basis=price_basis, sort_by=sort_by, vendor=vendor)
         self.ranking = None
-        self._table_cache: dict[str, object] = {}
         super().__init__(lang=lang, currency=currency, catalog=catalog)
 
     # -- build -----------------------------------------------------------------------------------
@@ -106,10 +105,7 @@ class CardChoicePage(Page):
 
     def _table(self):
         cur = self.state.currency
-        key = (cur, id(self.catalog.prices))
-        if key not in self._table_cache:
-            self._table_cache = {key: card_table(self.catalog, cur)}
-        return self._table_cache[key]
+        return card_table(self.catalog, cur)
 
     def refresh(self) -> None:
         need = Need(min_vram_gib=float(self.vram.value), precision=self.precision.value,

@@ -19,7 +19,11 @@ import plotly.graph_objects as go
 import plotly.io as pio
 import traitlets
 
+from gpucost.ui import TEMPLATE_DIR
+
 STATIC = Path(__file__).with_name("static")
+#: plotly.js basic, served by the Voila template as a static file and read from here for other front ends
+PLOTLY_JS = TEMPLATE_DIR / "static" / "plotly-basic.min.js"
 
 #: the parts of plotly's "plotly_white" template the pages use (its layout without the 3-D, map, polar and
 #: ternary defaults, and no per-trace defaults): a figure copies its template, so a small one keeps every
@@ -34,7 +38,7 @@ TEMPLATE = "gpucost"
 @cache
 def _library_esm() -> str:
     """plotly.js's UMD bundle as an ES module whose default export is ``Plotly``."""
-    src = (STATIC / "plotly-basic.min.js").read_text(encoding="utf-8")
+    src = PLOTLY_JS.read_text(encoding="utf-8")
     return ("const module = { exports: {} };\n(function (module, exports) {\n" + src
             + "\n}).call(globalThis, module, module.exports);\nexport default module.exports;\n")
 

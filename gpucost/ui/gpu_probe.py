@@ -85,7 +85,6 @@ class GpuProbePage(Page):
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._frame_delay_s = frame_delay_s
-        self._prices_cache: dict = {}
         self._sample_msg = ""
         self._sim: SimClock | None = None
         super().__init__(lang=lang, currency=currency, catalog=catalog)
@@ -324,10 +323,7 @@ class GpuProbePage(Page):
     def _prices(self):
         from gpucost.pricing import price_summary
 
-        key = (self.state.currency, id(self.catalog.prices))
-        if key not in self._prices_cache:
-            self._prices_cache = {key: price_summary(self.catalog, self.state.currency)}
-        return self._prices_cache[key]
+        return price_summary(self.catalog, self.state.currency)
 
     def refresh(self) -> None:
         policy = self._policy()

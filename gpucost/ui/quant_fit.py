@@ -6,11 +6,11 @@ from __future__ import annotations
 import html
 import math
 import re
-from functools import lru_cache
 
 import ipywidgets as w
 import numpy as np
 
+from gpucost.catalog import derived
 from gpucost.economics import Ownership, job_costs, token_costs
 from gpucost.errors import GpucostError
 from gpucost.memory import (
@@ -28,6 +28,7 @@ from gpucost.models import catalog_spec
 from gpucost.pricing import card_table
 from gpucost.quant import formats, get_format
 from gpucost.records import gpu_records
+from gpucost.specs import DEFAULTS
 from gpucost.speed import decode_speed_cards, efficiency_table, training_time
 from gpucost.ui.chart import TEMPLATE
 from gpucost.ui.shell import Page
@@ -52,20 +53,19 @@ def parse_tokens(text: str) -> int:
     return int(val)
 
 
-@lru_cache(maxsize=4)
-def _error_summary(key: int):
-    """The validation error table (computed once per catalog; ~1 s)."""
+def _error_summary(catalog):
+    """The validation error table (computed once per loaded benchmarks table; ~1 s)."""
     from gpucost.validation import summary, validate
 
-    return summary(validate())
+    return derived(catalog.table("benchmarks"), "error_summary", lambda _b: summary(validate(catalog)))
 
 
 class QuantFitPage(Page):
     page_id = "fit"
 
     def __init__(self, model: str = "llama-3.1-8b", quant: str = "q4_k_m", mode: str = "inference",
-                 engine: str = "", context: int | str = 4096, batch: int = 1, gpus: int = 1, zero: int = 0,
-                 offload: str = "none", lora_rank: int = 16, gpu: str = "rtx-4090", train_tokens_m: float = 100.0,
+                 engine: str = "", context: int | str = DEFAULTS.context, batch: int = DEFAULTS.batch, gpus: int = DEFAULTS.gpus, zero: int = 0,
+                 offload: str = "none", lora_rank: int = DEFAULTS.lora_rank, gpu: str = "rtx-4090", train_tokens_m: float = 100.0,
                  lang: str = "en", currency: str | None = None, catalog=None):
         self._init = dict(model=model, quant=quant, mode=mode, engine=engine, context=context, batch=batch, gpus=gpus,
                           zero=zero, offload=offload, lora_rank=lora_rank, gpu=gpu, train_tokens_m=train_tokens_m)
@@ -73,7 +73,6 @@ class QuantFitPage(Page):
         self.fits = []
         self.matrix = None
         self.speed_rows: list[dict] = []
-        self._tables: dict = {}
         super().__init__(lang=lang, currency=currency, catalog=catalog)
 
     # -- build -----------------------------------------------------------------------------------
@@ -207,10 +206,7 @@ class QuantFitPage(Page):
         return val
 
     def _table(self):
-        key = (self.state.currency, id(self.catalog.prices))
-        if key not in self._tables:
-            self._tables = {key: card_table(self.catalog, self.state.currency)}
-        return self._tables[key]
+        return card_table(self.catalog, self.state.currency)
 
     def _matrix_key(self):
         if getattr(self, "_mkey", None) is None or self._mkey[0] is not self.catalog:
@@ -379,7 +375,7 @@ class QuantFitPage(Page):
                                    + f"</tr></thead><tbody>{''.join(rows)}</tbody></table></details>")
 
     def _draw_errors(self) -> None:
-        summ = _error_summary(id(self.catalog.table("benchmarks")))
+        summ = _error_summary(self.catalog)
         heads = [self.t(k) for k in ("fit_err_category", "fit_err_rows", "fit_err_split", "fit_err_median",
                                      "fit_err_p90", "fit_err_all", "fit_err_bound")]
         body = []
