@@ -233,7 +233,8 @@ def rank_cards(need: Need, catalog: Catalog | None = None, *, table: pd.DataFram
         k = np.where(np.isnan(key), np.inf, key if ascending else -key)
         order = np.lexsort((ids, k))
     else:
-        order = sorted(range(len(idx)), key=lambda j: (str(key[j]), ids[j]), reverse=not ascending)
+        order = np.array(sorted(range(len(idx)), key=lambda j: (str(key[j]), ids[j]), reverse=not ascending),
+                         dtype=int)
 
     big = reference_70b_4bit_gib(catalog) if catalog is not None else None
     src_col = {"new": "price_new_source", "used": "price_used_source", "cloud": "cloud_source"}[

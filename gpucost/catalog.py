@@ -252,10 +252,10 @@ def validate(df: pd.DataFrame, name: str, *, label: str | None = None,
         elif base.startswith("ref:"):
             target = base[4:]
             if target in refs:
-                known = refs[target]
-                bad(present & ~raw.isin(known), col,
-                    lambda v, target=target, known=known: f"unknown {target} id '{v}'"
-                    + (f"; closest: {', '.join(closest(v, known))}" if closest(v, known) else ""))
+                ids = refs[target]
+                bad(present & ~raw.isin(ids), col,
+                    lambda v, target=target, ids=ids: f"unknown {target} id '{v}'"
+                    + (f"; closest: {', '.join(closest(v, ids))}" if closest(v, ids) else ""))
         elif base == "id":
             dup = present & raw.duplicated(keep="first")
             bad(dup, col, lambda v: f"duplicate id '{v}'")
@@ -519,7 +519,9 @@ class Catalog:
     def gpu(self, name: str) -> pd.Series:
         """The catalog row of a GPU by id, name, NVML name or alias ("RTX 4090", "A100 80GB SXM")."""
         gid = self.gpu_id(name)
-        return self.gpus.set_index("id").loc[gid]
+        row = self.gpus.set_index("id").loc[gid]
+        assert isinstance(row, pd.Series)  # ids are unique (the schema checks it)
+        return row
 
     def gpu_id(self, name: str) -> str:
         index = derived(self.gpus, "alias_index", gpu_alias_index)

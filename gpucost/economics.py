@@ -23,7 +23,7 @@ import numpy as np
 
 from gpucost.catalog import Catalog, derived
 from gpucost.errors import GpucostError, UnknownNameError
-from gpucost.pricing import PRICE_BASES, card_price, price_index
+from gpucost.pricing import PRICE_BASES, CardPrices, card_price, card_prices
 from gpucost.records import gpu as gpu_record
 from gpucost.specs import DEFAULTS
 from gpucost.units import HOURS_PER_YEAR, MONTHS_PER_YEAR, SECONDS_PER_HOUR, TOKENS_PER_MILLION, WATTS_PER_KW
@@ -105,34 +105,31 @@ def job_cost(gpu_hours, hourly_per_gpu):
 # From the catalog
 # --------------------------------------------------------------------------------------------------
 
-def _retention_of(catalog: Catalog, gid: str) -> float:
+def _retention_of(catalog: Catalog, prices: CardPrices) -> float:
     """(used / new)^(1 / age) of one card in USD, age from mid release year to the used price's date."""
-    ps = price_index(catalog, "USD")
-    if gid not in ps.index:
+    ry = gpu_record(catalog, prices.gpu).release_year
+    new, used = prices.new, prices.used
+    if new is None or used is None or not (new.value > 0 and used.value > 0 and ry and used.as_of):
         return math.nan
-    pn, pu, asof = ps.at[gid, "price_new"], ps.at[gid, "price_used"], ps.at[gid, "price_used_as_of"]
-    ry = gpu_record(catalog, gid).release_year
-    if not (pn == pn and pu == pu and pn > 0 and pu > 0 and ry and isinstance(asof, str)):
-        return math.nan
-    age = (date.fromisoformat(asof) - date(int(ry), RELEASE_MONTH, RELEASE_DAY)).days / 365.25
+    age = (date.fromisoformat(used.as_of) - date(int(ry), RELEASE_MONTH, RELEASE_DAY)).days / 365.25
     if age < MIN_AGE_YEARS:
         return math.nan
-    return float(min(1.0, (pu / pn) ** (1 / age)))
+    return float(min(1.0, (used.value / new.value) ** (1 / age)))
 
 
 def _retentions(catalog: Catalog) -> dict[str, tuple[float, str]]:
     """ρ and how it was derived for every card (once per loaded tables)."""
     def build(_tables) -> dict[str, tuple[float, str]]:
-        ps = price_index(catalog, "USD")
-        own = {g: _retention_of(catalog, g) for g in ps.index}
+        prices = card_prices(catalog, "USD")
+        own = {g: _retention_of(catalog, p) for g, p in prices.items()}
         known = [r for r in own.values() if r == r]
         median = float(np.median(known)) if known else math.nan
         out = {}
         for g, r in own.items():
-            if r == r:
-                out[g] = (r, f"derived from the catalog: used {ps.at[g, 'price_used']:,.0f} / new "
-                             f"{ps.at[g, 'price_new']:,.0f} USD at the card's age (released "
-                             f"{gpu_record(catalog, g).release_year})")
+            p = prices[g]
+            if r == r and p.new is not None and p.used is not None:
+                out[g] = (r, f"derived from the catalog: used {p.used.value:,.0f} / new {p.new.value:,.0f} USD at "
+                             f"the card's age (released {gpu_record(catalog, g).release_year})")
             elif known:
                 out[g] = (median, f"median over {len(known)} catalog cards with new and used prices "
                                   "(this card has not both)")

@@ -25,7 +25,6 @@ also the weights), activations per micro-batch (:func:`training_activation_bytes
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
@@ -35,6 +34,33 @@ import pandas as pd
 
 from gpucost.catalog import Catalog
 from gpucost.errors import GpucostError, UnknownNameError
+from gpucost.memory_profiles import (  # noqa: F401 (part of this module's API)
+    ACT_BYTES,
+    CUDA_CONTEXT_GIB,
+    DIFFUSION_DEFAULT_SIZE,
+    DIFFUSION_DEFAULT_SIZE_OTHER,
+    ENGINE_PROFILES,
+    ENGINES,
+    F32_BYTES,
+    HF_HIDDEN_LIVE,
+    HF_MLP_LIVE,
+    INFERENCE_GPU_COUNTS,
+    LLAMACPP_HIDDEN_LIVE,
+    LLAMACPP_MLP_LIVE,
+    MODES,
+    OFFLOADS,
+    OPTIMIZERS,
+    PRECISIONS,
+    TRAINING_FRAMEWORKS,
+    TRAINING_PROFILES,
+    VAE_CHANNELS,
+    VAE_LIVE_TENSORS,
+    ZERO3_LIVE_LAYERS,
+    ZERO_REDUCE_BUCKET,
+    EngineProfile,
+    Optimizer,
+    TrainingProfile,
+)
 from gpucost.models import ModelSpec, catalog_specs, layer_params, lora_trainable_params, weight_tensors
 from gpucost.quant import (
     GIB,
@@ -45,140 +71,8 @@ from gpucost.quant import (
     weight_bytes,
     weights_file_gib,
 )
-from gpucost.serialize import Record, fields_dict, jsonable
+from gpucost.serialize import Record, fields_dict, jsonable, number
 from gpucost.specs import DEFAULTS
-from gpucost.specs import ENGINES as SPEC_ENGINES
-
-MODES = ("inference", "full", "lora", "qlora")
-ENGINES = SPEC_ENGINES  # the one list (gpucost.specs); ENGINE_PROFILES below covers exactly these
-TRAINING_FRAMEWORKS = ("transformers", "torchtune")
-OFFLOADS = ("none", "cpu", "nvme")
-#: GPU counts tried for "how many cards" to serve a model (tensor parallel needs the heads to divide
-#: evenly); training counts are exact: the fewest data-parallel ranks up to DEFAULTS.max_gpus (bisection)
-INFERENCE_GPU_COUNTS = (1, 2, 3, 4, 6, 8, 16)
-
-#: CUDA context of one process [GiB]: 128–256 MiB per GPU with CUDA's lazy module loading, the Linux
-#: default since CUDA 12.2 (InvokeAI PR #9447, https://github.com/invoke-ai/InvokeAI/pull/9447, measured
-#: with nvidia-smi; NVIDIA developer forum "Lazy Loading", https://forums.developer.nvidia.com/t/lazy-loading/261135).
-#: The upper end is used. Older stacks loading every kernel eagerly showed 781 MB for PyTorch alone
-#: (https://github.com/pytorch/pytorch/issues/34323).
-CUDA_CONTEXT_GIB = 0.25
-
-
-@dataclass(frozen=True)
-class EngineProfile:
-    """How an inference engine lays out memory. Every field has its source in :data:`ENGINE_PROFILES`."""
-
-    name: str
-    parallel: str                    # default multi-GPU split: "tensor" or "layer"
-    embed_on_gpu: bool               # token-embedding table in GPU memory
-    kv_sliding_window: bool          # sliding-window layers cache only the window
-    kv_mla_compressed: bool          # MLA cached as the compressed latent
-    activation_model: str            # "hf" | "llamacpp" | "vllm" | "trtllm"
-    prefill_chunk: int | None        # tokens per forward pass (None: the whole prompt)
-    preallocate: str | None          # "total" (vLLM: fraction of the card) | "free" (TRT-LLM) | None
-    preallocate_fraction: float | None
-    kv_dtypes: tuple[str, ...]
-    source: str
-
-
-#: Engine memory profiles. Sources:
-#: transformers — HF generate() runs the prompt in one forward pass and keeps the full KV cache of every
-#:   layer (DynamicCache; no sliding-window saving) and computes logits of the last position only
-#:   (transformers >= 4.45 logits_to_keep); DeepSeek's HF modeling caches full per-head K/V.
-#: vLLM — pre-allocates gpu_memory_utilization (default 0.9) of the card for weights, activations and
-#:   a paged KV pool (docs/configuration/optimization.md: "vLLM pre-allocates GPU cache using this
-#:   percentage of memory"); chunked prefill of max_num_batched_tokens = 2048 tokens per step (V1 default
-#:   for the OpenAI server on cards other than >=70 GiB non-A100, vllm/engine/arg_utils.py
-#:   get_batch_defaults); the profiling run adds the sampler's fp32 logits; kv_cache_dtype auto|fp8;
-#:   hybrid KV manager caches only the window of sliding-window layers; MLA latent cache.
-#: llama.cpp — token embeddings on the CPU (src/llama-model.cpp); compute buffer sized for n_ubatch = 512
-#:   tokens (common/common.h default) over the whole n_ctx; --cache-type-k/-v f16|q8_0|q4_0
-#:   (tools/server/README.md); SWA cache for sliding-window models; default split: layers (-sm layer).
-#: TensorRT-LLM — KvCacheConfig.free_gpu_memory_fraction = 0.9 of the memory left after weights and
-#:   activations (https://nvidia.github.io/TensorRT-LLM/examples/kvcacheconfig.html); activations
-#:   pre-computed at build time for the largest shapes (reference/memory.html); tensor parallel.
-ENGINE_PROFILES: dict[str, EngineProfile] = {
-    "transformers": EngineProfile(
-        "transformers", "layer", True, False, False, "hf", None, None, None, ("fp16", "bf16", "fp32"),
-        "transformers generate(): whole prompt in one pass, DynamicCache, logits_to_keep=1"),
-    "vllm": EngineProfile(
-        "vllm", "tensor", True, True, True, "vllm", 2048, "total", 0.9, ("fp16", "bf16", "fp8"),
-        "https://github.com/vllm-project/vllm/blob/main/docs/configuration/optimization.md; "
-        "vllm/engine/arg_utils.py get_batch_defaults"),
-    "llama.cpp": EngineProfile(
-        "llama.cpp", "layer", False, True, True, "llamacpp", 512, None, None, ("fp16", "fp32", "q8_0", "q4_0"),
-        "https://github.com/ggml-org/llama.cpp/blob/master/src/llama-model.cpp; tools/server/README.md"),
-    "tensorrt-llm": EngineProfile(
-        "tensorrt-llm", "tensor", True, True, True, "trtllm", None, "free", 0.9, ("fp16", "bf16", "fp8"),
-        "https://nvidia.github.io/TensorRT-LLM/examples/kvcacheconfig.html; "
-        "https://nvidia.github.io/TensorRT-LLM/reference/memory.html"),
-}
-
-#: Transient activation widths of one forward pass, per token, in values (times the 2 bytes of a 16-bit
-#: activation). Derived from the forward code, not fitted: HF's gated MLP computes
-#: down(act(gate(x)) * up(x)); at its peak act(gate), up and their product are alive = 3 × intermediate
-#: (2 × intermediate for an ungated MLP: fc1 output and its activation); the residual stream, the norm
-#: output, the attention output and the MLP output add 4 × hidden.
-HF_MLP_LIVE = {"gated": 3, "ungated": 2}
-HF_HIDDEN_LIVE = 4
-#: llama.cpp's compute graph (f32 intermediates, 4 bytes): the larger of the attention scores
-#: (n_ubatch × n_ctx × heads, without flash attention), the feed-forward (gate and up outputs:
-#: 2 × n_ubatch × intermediate) and the logits (n_ubatch × vocab), plus 3 hidden-size buffers; ggml-alloc
-#: reuses the rest. Checked against llama.cpp's printed compute buffers in benchmarks.csv im18/im19.
-LLAMACPP_MLP_LIVE = {"gated": 2, "ungated": 1}
-LLAMACPP_HIDDEN_LIVE = 3
-F32_BYTES = 4.0
-ACT_BYTES = 2.0
-
-# -- training -------------------------------------------------------------------------------------
-#: Optimizer states [bytes per trainable parameter] at full-width state (fp32) and whether they are
-#: paged (bitsandbytes paged optimizers live in CUDA unified memory and are evicted to CPU RAM under
-#: memory pressure; QLoRA paper arXiv 2305.14314 section 3). Adam keeps momentum and variance (2 states);
-#: bitsandbytes 8-bit Adam stores each as 1 byte plus one fp32 absmax per block of 2048 values (Dettmers
-#: et al. 2021, arXiv 2110.02861); SGD keeps momentum (1 state).
-OPTIMIZERS = {
-    "adamw": {"states": 2, "state_bytes": None, "paged": False},
-    "adamw-8bit": {"states": 2, "state_bytes": 1 + 4 / 2048, "paged": False},
-    "paged-adamw": {"states": 2, "state_bytes": None, "paged": True},
-    "paged-adamw-8bit": {"states": 2, "state_bytes": 1 + 4 / 2048, "paged": True},
-    "sgd": {"states": 1, "state_bytes": None, "paged": False},
-}
-#: Training precision schemes [bytes per trainable parameter]: "mixed" = the ZeRO paper's mixed-precision
-#: Adam (16-bit weights and gradients, fp32 master copy and fp32 states); "bf16" = pure bf16 training
-#: (weights, gradients and optimizer states in bf16, no master copy — torchtune's default, dtype: bf16);
-#: "fp32" = everything fp32.
-PRECISIONS = {
-    "mixed": {"weight": 2, "grad": 2, "master": 4, "state": 4},
-    "bf16": {"weight": 2, "grad": 2, "master": 0, "state": 2},
-    "fp32": {"weight": 4, "grad": 4, "master": 0, "state": 4},
-}
-#: Training frameworks. transformers (HF Trainer, mixed precision): the loss upcasts the logits to fp32
-#: and keeps fp32 log-probabilities for backward: 2 (bf16 logits) + 4 + 4 bytes per logit.
-#: torchtune (pure bf16, CEWithChunkedOutputLoss with 8 chunks: only one chunk is upcast at a time:
-#: 2 + (4 + 4) / 8 bytes per logit; optimizer_in_bwd in the single-device full-finetune recipes frees each
-#: gradient as soon as its parameter is updated) — torchtune README and recipes/configs (2024-09).
-TRAINING_PROFILES = {
-    "transformers": {"precision": "mixed", "logit_bytes": 2 + 4 + 4, "optimizer_in_backward": False},
-    "torchtune": {"precision": "bf16", "logit_bytes": 2 + (4 + 4) / 8, "optimizer_in_backward": True},
-}
-#: DeepSpeed reduce_bucket_size default (5e8 elements): what stays on the GPU of the gradients when they
-#: are offloaded (https://www.deepspeed.ai/docs/config-json/ "reduce_bucket_size", default 500000000)
-ZERO_REDUCE_BUCKET = 5e8
-#: ZeRO-3 / FSDP gather one layer's parameters at a time and prefetch the next (FSDP paper, Zhao et al.
-#: 2023, arXiv 2304.11277, section 3.3 backward/forward prefetch): 2 layers in GPU memory at once
-ZERO3_LIVE_LAYERS = 2
-
-# -- diffusion ------------------------------------------------------------------------------------
-#: default image size of each diffusion model [pixels per side] (model cards: SD 1.5 512, SDXL/SD3.5/FLUX 1024)
-DIFFUSION_DEFAULT_SIZE = {"sd-1.5": 512}
-DIFFUSION_DEFAULT_SIZE_OTHER = 1024
-#: Activation allowance of a diffusion pipeline: the VAE decoder's full-resolution stage (diffusers
-#: AutoencoderKL, block_out_channels[0] = 128) holds about 3 tensors of H × W × 128 16-bit values
-#: (resnet input, norm output, conv output). A documented allowance, not a measurement.
-VAE_CHANNELS = 128
-VAE_LIVE_TENSORS = 3
-
 
 # --------------------------------------------------------------------------------------------------
 # Records
@@ -307,12 +201,13 @@ def _pair_arrays(spec: ModelSpec, fmt: QuantFormat) -> dict[str, float]:
             mlp_tok = max(mlp_tok, spec.intermediate_size)
         n_swa = spec.sliding_window_layers if spec.sliding_window else 0
         groups = weight_tensors(spec)
-        largest = max((g.numel for g in groups if g.kind != "norm"), default=0)
+        largest: float = max((g.numel for g in groups if g.kind != "norm"), default=0)
         # the largest matrix a quantizer converts (one Linear; an expert tensor holds E of them)
-        block = max((g.numel / (spec.num_experts if g.kind.endswith("_exps") else 1) for g in groups
+        block: float = max((g.numel / (spec.num_experts if g.kind.endswith("_exps") else 1) for g in groups
                      if g.layers is not None and g.kind != "ffn_gate_inp"), default=0)
     else:
-        mlp_tok, n_swa, largest, block = 0, 0, spec.params_total, spec.params_total
+        mlp_tok, n_swa = 0, 0
+        largest, block = spec.params_total, spec.params_total
     return {
         "embed_b": wb.embed, "output_b": wb.output, "blocks_b": wb.blocks, "vectors_b": wb.vectors,
         "total_b": wb.total, "L": spec.num_layers, "h": spec.hidden_size, "heads": spec.num_attention_heads,
@@ -460,11 +355,11 @@ def _training_bytes(a: dict, N, s: Setup, trainable, fmt_quantized: bool) -> dic
     N = np.asarray(N, dtype=float)
     mp, tp = float(s.tp * s.pp), float(s.tp)
     prof = TRAINING_PROFILES[s.engine]
-    prec = PRECISIONS[prof["precision"]]
+    prec = PRECISIONS[prof.precision]
     opt_name = s.optimizer or ("paged-adamw" if s.mode == "qlora" else "adamw")
     opt = OPTIMIZERS[opt_name]
-    state_b = opt["state_bytes"] if opt["state_bytes"] is not None else prec["state"]
-    k_bytes = prec["master"] + opt["states"] * state_b  # the K of the ZeRO paper
+    state_b = opt.state_bytes if opt.state_bytes is not None else prec["state"]
+    k_bytes = prec["master"] + opt.states * state_b  # the K of the ZeRO paper
     zero, off = s.zero, s.offload
     trainable = np.asarray(trainable, dtype=float)
     full = s.mode == "full"
@@ -482,7 +377,7 @@ def _training_bytes(a: dict, N, s: Setup, trainable, fmt_quantized: bool) -> dic
         weights = base_w * np.ones_like(N)
     grads_full = trainable * prec["grad"]
     in_bwd = s.optimizer_in_backward if s.optimizer_in_backward is not None else \
-        (prof["optimizer_in_backward"] and full and s.gpus == 1)
+        (prof.optimizer_in_backward and full and s.gpus == 1)
     if zero >= 2:
         grads = grads_full / N
         if off != "none":
@@ -495,7 +390,7 @@ def _training_bytes(a: dict, N, s: Setup, trainable, fmt_quantized: bool) -> dic
     opt_gpu = opt_total / N if zero >= 1 else opt_total * np.ones_like(N)
     cpu = np.zeros(np.broadcast(N, trainable).shape)
     nvme = np.zeros_like(cpu)
-    if opt["paged"]:
+    if opt.paged:
         cpu = cpu + opt_total  # paged: evicted to CPU RAM when the GPU is full; not required on the GPU
         opt_gpu = opt_gpu * 0.0
     if off != "none":
@@ -506,10 +401,10 @@ def _training_bytes(a: dict, N, s: Setup, trainable, fmt_quantized: bool) -> dic
             cpu = cpu + moved
         else:
             nvme = nvme + moved
-        if not opt["paged"]:
+        if not opt.paged:
             opt_gpu = opt_gpu * 0.0
     act = training_activation_bytes(a, float(s.context), float(s.batch), s.flash_attention,
-                                    s.grad_checkpointing, prof["logit_bytes"])
+                                    s.grad_checkpointing, prof.logit_bytes)
     # QLoRA dequantizes one weight matrix at a time to the compute dtype
     act = act + np.where(fmt_quantized, a["largest_block"] * ACT_BYTES, 0.0)
     overhead = CUDA_CONTEXT_GIB * GIB
@@ -602,7 +497,7 @@ def estimate(spec: ModelSpec, fmt: QuantFormat, setup: Setup | None = None, **kw
         trainable = spec.params_total if s.mode == "full" else lora_trainable_params(spec, s.lora_rank, s.lora_targets)
         b = _training_bytes(a, s.gpus // s.model_parallel, s, trainable, fmt.is_quantized)
         opt = s.optimizer or ("paged-adamw" if s.mode == "qlora" else "adamw")
-        if OPTIMIZERS[opt]["paged"]:
+        if OPTIMIZERS[opt].paged:
             notes.append("paged optimizer: its states are counted in CPU RAM (they stay on the GPU while it "
                          "has room)")
         if s.offload == "nvme":
@@ -714,10 +609,12 @@ def card_fits(spec: ModelSpec, fmt: QuantFormat, setup: Setup, cards: pd.DataFra
     s = check_setup(spec, fmt, setup)
     one = float(_per_gpu_totals(spec, fmt, replace(s, gpus=s.model_parallel), (s.model_parallel,))[0] / GIB)
     out = []
-    for r in cards.itertuples(index=False):
-        usable = float(usable_gib(r.vram_gib, s.engine, s.mode))
-        caveat = check_format_for_gpu(fmt, getattr(r, "compute_capability", None), r.vendor)
-        n, per = min_gpus(spec, fmt, s, float(r.vram_gib))
+    for r in cards.to_dict(orient="records"):
+        vram = float(r["vram_gib"])
+        usable = float(usable_gib(vram, s.engine, s.mode))
+        cc = r.get("compute_capability")
+        caveat = check_format_for_gpu(fmt, None if cc is None or cc != cc else float(cc), str(r["vendor"]))
+        n, per = min_gpus(spec, fmt, s, vram)
         if n is None and s.is_training and s.zero == 0:
             reason = (f"needs {one:.1f} GiB, more than {usable:.1f} GiB; ZeRO stage 0 keeps a full copy on every "
                       "GPU (use --zero 1-3 to spread it)")
@@ -730,7 +627,7 @@ def card_fits(spec: ModelSpec, fmt: QuantFormat, setup: Setup, cards: pd.DataFra
             reason = f"{one:.1f} of {usable:.1f} GiB"
         if caveat:
             reason += f"; {caveat}: the engine runs it weight-only or not at all"
-        out.append(CardFit(gpu=r.id, name=r.name, vram_gib=float(r.vram_gib), min_gpus=n, fits_on_one=n == 1,
+        out.append(CardFit(gpu=str(r["id"]), name=str(r["name"]), vram_gib=vram, min_gpus=n, fits_on_one=n == 1,
                            reason=reason, usable_gib=usable, per_gpu_gib=per if n is not None else None))
     return out
 
@@ -796,8 +693,8 @@ def cheapest_cards(fits: list[CardFit], table: pd.DataFrame, currency: str = "US
         for f in fits:
             if f.min_gpus is None or f.gpu not in t.index:
                 continue
-            price = t.at[f.gpu, col]
-            if price is None or (isinstance(price, float) and math.isnan(price)):
+            price = number(t.at[f.gpu, col])
+            if price is None:
                 continue
             cost = f.min_gpus * float(price)
             if best is None or cost < best[0]:

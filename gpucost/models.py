@@ -523,7 +523,7 @@ def lora_trainable_params(spec: ModelSpec, rank: int, targets: str | tuple[str, 
 
 #: LoRA target module sets → tensor kinds (PEFT names: q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj,
 #: down_proj; "all-linear" = every Linear in the decoder blocks except the output head)
-LORA_TARGETS: dict[str, object] = {
+LORA_TARGETS: dict[str, str | tuple[str, ...]] = {
     "all-linear": "all",
     "attention": ("attn_q", "attn_k", "attn_v", "attn_output", "attn_q_a", "attn_q_b", "attn_kv_a_mqa",
                   "attn_kv_b"),

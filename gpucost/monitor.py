@@ -25,7 +25,7 @@ import numpy as np
 
 from gpucost.catalog import Catalog, derived, gpu_alias_index, normalize_name
 from gpucost.errors import GpucostError
-from gpucost.serialize import Record
+from gpucost.serialize import Record, number
 from gpucost.specs import DEFAULTS
 from gpucost.units import HOURS_PER_MONTH, J_PER_KWH, MIB_PER_GIB
 
@@ -275,14 +275,6 @@ class CardValue(Record):
 
 
 
-def _num(v) -> float | None:
-    try:
-        f = float(v)
-    except (TypeError, ValueError):
-        return None
-    return None if math.isnan(f) else f
-
-
 def _str(v) -> str | None:
     return None if v is None or (isinstance(v, float) and math.isnan(v)) else str(v)
 
@@ -309,7 +301,9 @@ def card_value(catalog: Catalog, gpu_id: str, currency: str = "USD",
         raise UnknownNameError("GPU", gpu_id, list(ps.index))
     r = ps.loc[gpu_id]
     name = str(catalog.gpus.set_index("id").loc[gpu_id, "name"])
-    cloud, new = _num(r.get("cloud_hourly")), _num(r.get("price_new"))
+    cloud, new = number(r.get("cloud_hourly")), number(r.get("price_new"))
+    hourly: float | None
+    basis: str | None
     if cloud is not None:
         hourly, basis = cloud, "cloud-on-demand"
     elif new is not None:
@@ -319,7 +313,7 @@ def card_value(catalog: Catalog, gpu_id: str, currency: str = "USD",
     else:
         hourly, basis = None, None
     return CardValue(gpu_id=gpu_id, name=name, currency=currency, price_new=new,
-                     price_new_as_of=_str(r.get("price_new_as_of")), price_used=_num(r.get("price_used")),
+                     price_new_as_of=_str(r.get("price_new_as_of")), price_used=number(r.get("price_used")),
                      price_used_as_of=_str(r.get("price_used_as_of")), cloud_hourly=cloud,
                      cloud_offer=_str(r.get("cloud_offer")), cloud_as_of=_str(r.get("cloud_as_of")),
                      cloud_source=_str(r.get("cloud_source")), amortize_years=float(amortize_years),

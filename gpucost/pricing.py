@@ -8,9 +8,12 @@ price is the lowest on-demand price per GPU-hour over the offers. Cached per loa
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import pandas as pd
 
 from gpucost.catalog import Catalog, derived
+from gpucost.errors import UnknownNameError
 
 PRICE_BASES = ("new", "used", "cloud")
 #: price basis → the price_summary column holding it
@@ -65,18 +68,59 @@ def card_table(catalog: Catalog, currency: str = "USD") -> pd.DataFrame:
                    lambda _t: catalog.gpus.merge(price_summary(catalog, currency), on="id", how="left"))
 
 
+@dataclass(frozen=True)
+class Quote:
+    """One price of a card: the value (per card, or per GPU-hour for cloud), its sources and as-of date."""
+
+    value: float
+    source: str
+    as_of: str
+
+
+@dataclass(frozen=True)
+class CardPrices:
+    """A card's prices in one currency (None where the catalog has none)."""
+
+    gpu: str
+    currency: str
+    new: Quote | None
+    used: Quote | None
+    cloud: Quote | None
+    cloud_offer: str = ""
+
+    def basis(self, name: str) -> Quote | None:
+        if name not in PRICE_BASES:
+            raise UnknownNameError("price basis", name, PRICE_BASES)
+        return getattr(self, name)
+
+
+def _quote(r: dict, col: str, src_col: str, asof_col: str) -> Quote | None:
+    v = r.get(col)
+    if v is None or v != v:
+        return None
+    return Quote(float(v), str(r.get(src_col) or ""), str(r.get(asof_col) or ""))
+
+
+def card_prices(catalog: Catalog, currency: str) -> dict[str, CardPrices]:
+    """Every catalog card's :class:`CardPrices` in ``currency`` (once per loaded tables and currency)."""
+    cur = currency.upper()
+
+    def build(_t) -> dict[str, CardPrices]:
+        out = {}
+        for r in price_summary(catalog, cur).to_dict(orient="records"):
+            cloud = _quote(r, "cloud_hourly", "cloud_source", "cloud_as_of")
+            offer = str(r.get("cloud_offer") or "") if cloud else ""
+            if cloud is not None:
+                cloud = Quote(cloud.value, f"{offer}: {cloud.source}", cloud.as_of)
+            out[str(r["id"])] = CardPrices(
+                str(r["id"]), cur, _quote(r, "price_new", "price_new_source", "price_new_as_of"),
+                _quote(r, "price_used", "price_used_source", "price_used_as_of"), cloud, offer)
+        return out
+    return derived((catalog.gpus, catalog.prices, catalog.offers, catalog.fx), f"card_prices:{cur}", build)
+
+
 def card_price(catalog: Catalog, gpu_id: str, currency: str, basis: str) -> tuple[float | None, str, str]:
     """(price, source, as-of) of one card on a basis (new, used: per card; cloud: per GPU-hour)."""
-    ps = price_index(catalog, currency)
-    if gpu_id not in ps.index:
-        return None, "", ""
-    col = BASIS_COLUMN[basis]
-    v = ps.at[gpu_id, col]
-    if v is None or v != v:
-        return None, "", ""
-    src_col, asof_col = (("cloud_source", "cloud_as_of") if basis == "cloud"
-                         else (f"{col}_source", f"{col}_as_of"))
-    src = str(ps.at[gpu_id, src_col])
-    if basis == "cloud":
-        src = f"{ps.at[gpu_id, 'cloud_offer']}: {src}"
-    return float(v), src, str(ps.at[gpu_id, asof_col])
+    prices = card_prices(catalog, currency).get(gpu_id)
+    q = prices.basis(basis) if prices is not None else None
+    return (None, "", "") if q is None else (q.value, q.source, q.as_of)

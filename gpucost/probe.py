@@ -357,7 +357,7 @@ def _read_gpu(nvml: Any, index: int, processes: bool) -> GpuInfo:
 
     ecc = r.get("ecc_mode", "nvmlDeviceGetEccMode", h, quiet=("NVMLError_NotSupported",))
     ecc_on = None if ecc is None else bool(ecc[0])
-    counts: dict[str, int | None] = {}
+    counts: dict[str, Any] = {}
     if ecc_on:
         for key, etype, ctype in (
                 ("ecc_corrected_volatile", nvml.NVML_MEMORY_ERROR_TYPE_CORRECTED, nvml.NVML_VOLATILE_ECC),
@@ -413,8 +413,9 @@ def probe(processes: bool = False, match: Matcher | None = None) -> ProbeResult:
     with _LOCK:
         try:
             nvml, why = _start()
-            if nvml is None:
-                return ProbeResult(available=False, reason=why[0], hint=why[1], backend=_backend())
+            if nvml is None or why is not None:
+                reason, hint = why or NOT_INSTALLED
+                return ProbeResult(available=False, reason=reason, hint=hint, backend=_backend())
             if _STATE.count <= 0:
                 return ProbeResult(available=False, reason=NO_DEVICES[0], hint=NO_DEVICES[1],
                                    driver_version=_STATE.driver_version, cuda_version=_STATE.cuda_version,

@@ -371,7 +371,7 @@ def bits_per_weight_effective(spec: ModelSpec, fmt: QuantFormat) -> float:
     return weight_bytes(spec, fmt).total * 8 / spec.params_total
 
 
-def active_weight_fraction(spec: ModelSpec, batch: int | np.ndarray = 1) -> np.ndarray | float:
+def active_weight_fraction(spec: ModelSpec, batch: float | np.ndarray = 1) -> np.ndarray | float:
     """Fraction of the routed-expert weights a decode step reads for ``batch`` sequences: with k of E
     experts per token and routing taken as uniform and independent, an expert is untouched by all b
     tokens with probability (1 − k/E)^b, so the expected fraction read is 1 − (1 − k/E)^b."""

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from gpucost.catalog import Catalog, derived
 from gpucost.errors import GpucostError, UnknownNameError
+from gpucost.serialize import number
 
 #: precision → the gpus.csv column of its dense throughput (TOPS for int8)
 PRECISION_COLUMN = {"fp32": "fp32_tflops", "fp16": "fp16_tflops", "bf16": "bf16_tflops",
@@ -42,14 +43,6 @@ PCIE_GBPS = {3: 15.75, 4: 31.5, 5: 63.0, 6: 121.0}
 #: H100 SXM 900 GB/s); one direction carries half
 NVLINK_DIRECTIONS = 2
 DEFAULT_PCIE_GEN = 4
-
-
-def _f(v) -> float | None:
-    try:
-        x = float(v)
-    except (TypeError, ValueError):
-        return None
-    return None if math.isnan(x) else x
 
 
 @dataclass(frozen=True)
@@ -172,14 +165,14 @@ def gpu_from_row(row: Mapping) -> Gpu:
             text = "" if v is None or (isinstance(v, float) and math.isnan(v)) else str(v)
             kw[name] = text or _DEFAULT_HOST[str(row.get("segment") or "consumer")][name]
         elif name in ("pcie_gen", "release_year"):
-            x = _f(v)
+            x = number(v)
             kw[name] = None if x is None else int(x)
         elif name == "mig_max_instances":
-            kw[name] = int(_f(v) or 0)
+            kw[name] = int(number(v) or 0)
         elif name in ("vram_gib", "mem_bandwidth_gbps"):
-            kw[name] = float(_f(v) or 0.0)
+            kw[name] = float(number(v) or 0.0)
         else:
-            kw[name] = _f(v)
+            kw[name] = number(v)
     return Gpu(**kw)  # type: ignore[arg-type]
 
 

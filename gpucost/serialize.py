@@ -16,10 +16,21 @@ from typing import Any
 import numpy as np
 
 
+def number(v: Any) -> float | None:
+    """``v`` as a finite float, or None when it is missing, not a number, NaN or infinite."""
+    try:
+        x = float(v)
+    except (TypeError, ValueError):
+        return None
+    return x if math.isfinite(x) else None
+
+
 def jsonable(obj: Any) -> Any:
     """``obj`` as plain JSON values (see the module docstring). Missing numbers (NaN, ±inf) become None."""
-    if isinstance(obj, Record) and type(obj).to_dict is not Record.to_dict:
-        obj = obj.to_dict()
+    own = getattr(type(obj), "to_dict", None)
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type) and callable(own) \
+            and own is not Record.to_dict:  # a record with its own JSON shape (a CLI contract)
+        obj = own(obj)
     elif dataclasses.is_dataclass(obj) and not isinstance(obj, type):
         obj = {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj) if f.repr}
     elif hasattr(obj, "to_dict") and not isinstance(obj, Mapping) and callable(obj.to_dict) \

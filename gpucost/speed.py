@@ -31,7 +31,8 @@ import numpy as np
 
 from gpucost.catalog import Catalog
 from gpucost.errors import GpucostError, UnknownNameError
-from gpucost.memory import ENGINE_PROFILES, KV_DTYPE_BYTES, _arrays, kv_cache_bytes
+from gpucost.memory import KV_DTYPE_BYTES, _arrays, kv_cache_bytes
+from gpucost.memory_profiles import ENGINE_PROFILES
 from gpucost.models import ModelSpec, lora_trainable_params
 from gpucost.quant import QuantFormat, active_weight_fraction, weight_bytes
 from gpucost.records import Gpu

@@ -35,7 +35,8 @@ import pandas as pd
 
 from gpucost.catalog import Catalog
 from gpucost.errors import GpucostError
-from gpucost.memory import ENGINE_PROFILES, OPTIMIZERS, TRAINING_PROFILES, Setup, estimate
+from gpucost.memory import Setup, estimate
+from gpucost.memory_profiles import ENGINE_PROFILES, OPTIMIZERS, TRAINING_PROFILES
 from gpucost.models import catalog_spec, model_id
 from gpucost.quant import GIB, get_format, weights_file_gib
 from gpucost.records import Gpu, gpu_records
@@ -255,7 +256,10 @@ def _rows(catalog: Catalog, ids) -> list[dict]:
 
 def _decode_terms(row: dict, catalog: Catalog) -> tuple[float, float, float, float, float, float]:
     """(weight+KV bytes, FLOP, layers, bandwidth GB/s, peak TFLOPS, measured tokens/s) of a single-GPU decode row."""
-    spec = catalog_spec(model_id(row["model_id"], catalog), catalog)
+    mid = model_id(row["model_id"], catalog)
+    if mid is None:
+        raise GpucostError(f"model '{row['model_id']}' is not in models.csv")
+    spec = catalog_spec(mid, catalog)
     fmt = get_format(row["quant"], catalog)
     gpu = _gpu_row(row, catalog)
     ctx = max(1, int(round(_num(row.get("context"), 0) + _num(row.get("gen_tokens"), 0) / 2)))
@@ -321,7 +325,8 @@ def calibrate(catalog: Catalog | None = None, table: dict[str, EngineEfficiency]
     # 5. MFU: geometric mean of the published MFU rows named (the least-squares value in log space)
     mfu_ids = [i for i in table["training"].calibration_rows if i in b.index]
     if mfu_ids:
-        vals = np.array([float(b.at[i, "measured"]) for i in mfu_ids])
+        measured = b["measured"].astype(float)
+        vals = np.array([measured[i] for i in mfu_ids], dtype=float)
         out["training"] = {"mfu": float(np.round(np.exp(np.mean(np.log(vals))), 4))}
     return out
 

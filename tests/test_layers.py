@@ -32,10 +32,13 @@ def _imports(path: Path) -> set[str]:
 
 
 def _calc_modules() -> list[Path]:
-    return sorted(p for p in PKG.glob("*.py") if p.name not in FRONT_ENDS)
+    """Every module of the package but the front ends: top-level and in the engine subpackages."""
+    return sorted(p for p in PKG.rglob("*.py")
+                  if p.parent.name not in {"ui", "commands", "jupyter"} and "ui" not in p.relative_to(PKG).parts
+                  and not (p.parent == PKG and p.name in FRONT_ENDS))
 
 
-@pytest.mark.parametrize("path", _calc_modules(), ids=lambda p: p.name)
+@pytest.mark.parametrize("path", _calc_modules(), ids=lambda p: str(p.relative_to(PKG)))
 def test_calculation_module_imports_no_ui_plotting_argparse_or_nvml(path):
     bad = {m for m in _imports(path) if any(m == f or m.startswith(f + ".") for f in FORBIDDEN)}
     assert not bad, f"{path.name} imports {sorted(bad)}"
@@ -52,7 +55,8 @@ def test_import_linter_contract_holds(tmp_path):
     exe = shutil.which("lint-imports", path=str(Path(sys.executable).parent))
     if exe is None:
         pytest.skip("import-linter is not installed")
-    sources = "\n    ".join(f"gpucost.{p.stem}" for p in _calc_modules() if p.stem != "__init__")
+    sources = "\n    ".join(".".join(("gpucost", *p.relative_to(PKG).with_suffix("").parts))
+                             for p in _calc_modules() if p.stem != "__init__")
     def exists(mod: str) -> bool:  # import-linter rejects internal modules that do not exist (yet)
         rel = Path(*mod.split(".")[1:])
         return not mod.startswith("gpucost.") or (PKG / rel).is_dir() or (PKG / f"{rel}.py").is_file()
@@ -83,6 +87,22 @@ def test_ruff_is_clean():
     proc = subprocess.run([exe, "check", "gpucost", "tests", "benchmarks", "tools"], cwd=ROOT,
                           capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_mypy_finds_no_type_errors(tmp_path):
+    """The calculation layer type-checks (pyproject's [tool.mypy]; widget pages are excluded there)."""
+    exe = shutil.which("mypy", path=str(Path(sys.executable).parent))
+    if exe is None:
+        pytest.skip("mypy is not installed")
+    proc = subprocess.run([exe, "gpucost", "--cache-dir", str(tmp_path / "cache")], cwd=ROOT,
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr
+
+
+@pytest.mark.parametrize("path", sorted(PKG.rglob("*.py")), ids=lambda p: str(p.relative_to(PKG)))
+def test_modules_stay_readable(path):
+    """No module grows past 900 lines: a bigger one holds more than one concept."""
+    assert len(path.read_text(encoding="utf-8").splitlines()) <= 900
 
 
 @pytest.mark.parametrize("nb", sorted(NOTEBOOKS.glob("*.ipynb")), ids=lambda p: p.name)

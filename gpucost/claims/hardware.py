@@ -189,13 +189,13 @@ def _per_source_discounts(cat: Catalog, gpu: str) -> list[tuple[str, float]]:
     """(source, used below new %) for each source quoting both a new and a used price of the card."""
     p = cat.prices[cat.prices["gpu_id"] == gpu]
     rates = cat.fx.set_index("currency")["per_usd"]
-    out = []
+    out: list[tuple[str, float]] = []
     for src, g in p.groupby("source", sort=True):
         vals = g["price"] / g["currency"].map(rates).to_numpy()
         n = vals[(g["condition"] == "new").to_numpy()]
         u = vals[(g["condition"] == "used").to_numpy()]
         if len(n) and len(u):
-            out.append((src, (1 - statistics.median(u) / statistics.median(n)) * 100))
+            out.append((str(src), float((1 - statistics.median(u) / statistics.median(n)) * 100)))
     return out
 
 

@@ -98,45 +98,59 @@ def _write_new(path: str, text: str, force: bool) -> str:
 
 
 def run(args: argparse.Namespace):
-    from gpucost import plan
     from gpucost.catalog import Catalog
-    from gpucost.errors import GpucostError
 
     cat = Catalog()
-    if args.plan_cmd == "share":
-        workloads = plan.parse_workloads(args.workload)
-        result = plan.plan_share(workloads, args.gpu, args.mode, cat, latency_alone=not args.latency_shared,
-                                 namespace=args.namespace)
-        written = {}
-        if args.k8s_config:
-            text = result.config("k8s_configmap")
-            if text is None:
-                raise GpucostError("no card runs more than one workload: there is no sharing ConfigMap to write")
-            written["k8s_config"] = _write_new(args.k8s_config, text, args.force)
-        if args.mig_parted_config:
-            text = result.config("mig_parted")
-            if text is None:
-                raise GpucostError("--mig-parted-config needs --mode mig")
-            written["mig_parted_config"] = _write_new(args.mig_parted_config, text, args.force)
-        d = result.to_dict()
-        d["written"] = written
-        return d
-    if args.plan_cmd == "train":
-        kw = {"nvme_path": args.nvme_path} if args.nvme_path else {}
-        result = plan.plan_train(args.model, args.gpu, cat, mode=args.mode, quant=args.quant, tokens=args.tokens,
-                                 seq_len=args.seq_len, micro_batch=args.micro_batch, grad_accum=args.grad_accum,
-                                 lora_rank=args.lora_rank, max_gpus=args.max_gpus, currency=args.currency,
-                                 strategy=args.strategy, **kw)
-        d = result.to_dict()
-        d["written"] = {}
-        if args.deepspeed_config:
-            if result.deepspeed_config is None:
-                raise GpucostError("no strategy fits, so there is no DeepSpeed config to write")
-            d["written"]["deepspeed_config"] = _write_new(args.deepspeed_config,
-                                                          plan.config_json(result.deepspeed_config) + "\n",
-                                                          args.force)
-        return d
-    # scale
+    return {"share": _run_share, "train": _run_train, "scale": _run_scale}[args.plan_cmd](args, cat)
+
+
+def _run_share(args: argparse.Namespace, cat) -> dict:
+    from gpucost import plan
+    from gpucost.errors import GpucostError
+
+    workloads = plan.parse_workloads(args.workload)
+    result = plan.plan_share(workloads, args.gpu, args.mode, cat, latency_alone=not args.latency_shared,
+                             namespace=args.namespace)
+    written = {}
+    if args.k8s_config:
+        text = result.config("k8s_configmap")
+        if text is None:
+            raise GpucostError("no card runs more than one workload: there is no sharing ConfigMap to write")
+        written["k8s_config"] = _write_new(args.k8s_config, text, args.force)
+    if args.mig_parted_config:
+        text = result.config("mig_parted")
+        if text is None:
+            raise GpucostError("--mig-parted-config needs --mode mig")
+        written["mig_parted_config"] = _write_new(args.mig_parted_config, text, args.force)
+    d = result.to_dict()
+    d["written"] = written
+    return d
+
+
+def _run_train(args: argparse.Namespace, cat) -> dict:
+    from gpucost import plan
+    from gpucost.errors import GpucostError
+
+    kw = {"nvme_path": args.nvme_path} if args.nvme_path else {}
+    result = plan.plan_train(args.model, args.gpu, cat, mode=args.mode, quant=args.quant, tokens=args.tokens,
+                             seq_len=args.seq_len, micro_batch=args.micro_batch, grad_accum=args.grad_accum,
+                             lora_rank=args.lora_rank, max_gpus=args.max_gpus, currency=args.currency,
+                             strategy=args.strategy, **kw)
+    d = result.to_dict()
+    d["written"] = {}
+    if args.deepspeed_config:
+        if result.deepspeed_config is None:
+            raise GpucostError("no strategy fits, so there is no DeepSpeed config to write")
+        d["written"]["deepspeed_config"] = _write_new(args.deepspeed_config,
+                                                      plan.config_json(result.deepspeed_config) + "\n",
+                                                      args.force)
+    return d
+
+
+def _run_scale(args: argparse.Namespace, cat) -> dict:
+    from gpucost import plan
+    from gpucost.errors import GpucostError
+
     if args.max_gpus is not None and args.max_gpus < 1:
         raise GpucostError(f"--max-gpus must be >= 1, not {args.max_gpus}")
     if args.commit_discount is None:

@@ -65,11 +65,10 @@ def run(args: argparse.Namespace):
     except DataError as exc:  # a broken price table must not hide the GPU: say so in the answer
         catalog_error = str(exc)
 
-    clock = sleep = None
+    sim = None
     if args.demo:
         from gpucost.fake_nvml import SimClock
         sim = SimClock()
-        clock, sleep = sim, sim.sleep
         probe.set_nvml(probe.fake("demo", clock=sim))
 
     def match(name, mem):
@@ -88,8 +87,10 @@ def run(args: argparse.Namespace):
         out["catalog_error"] = catalog_error
     out["watch"] = None
     if args.watch > 0 and result.available:
-        kw = {"clock": clock, "sleep": sleep} if args.demo else {}
-        samples = monitor.run_sampler(probe.sample, args.watch, args.interval, **kw)
+        if sim is not None:
+            samples = monitor.run_sampler(probe.sample, args.watch, args.interval, clock=sim, sleep=sim.sleep)
+        else:
+            samples = monitor.run_sampler(probe.sample, args.watch, args.interval)
         report = monitor.summarize(samples, args.interval, policy, kwh_price=args.kwh_price,
                                    currency=currency, values=values)
         out["watch"] = {"duration_s": args.watch, "samples": len({s.t_s for s in samples}),

@@ -350,7 +350,8 @@ def _sim_fixed(trace: Trace, capacity: int, record: bool) -> dict:
             queue.push(arr[i], i, gpus[i])
             i += 1
         if queue.items:
-            _easy_backfill(queue, now, capacity - state["busy"], capacity, ends, gpus, run, begin, state["busy"])
+            _easy_backfill(queue, now, int(capacity - state["busy"]), capacity, ends, gpus, run, begin,
+                           int(state["busy"]))
     st_a, run_a = np.asarray(start), trace.run_hours
     makespan = float(np.max(st_a + run_a))
     return {"waits": st_a - trace.arrival, "billed": capacity * makespan, "makespan": makespan,

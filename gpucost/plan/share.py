@@ -128,17 +128,20 @@ def mig_profiles(gpu: str, catalog: Catalog | None = None, *, with_media: bool =
         known = sorted(set(t["gpu_id"]))
         raise GpucostError(f"no MIG profile table for GPU '{gid}' (MIG tables: {', '.join(known)})")
     out = []
-    for r in rows.itertuples(index=False):
-        if r.media_extensions and not with_media:
+    for r in rows.to_dict(orient="records"):
+        if r["media_extensions"] and not with_media:
             continue
         try:
-            starts = tuple(int(s) for s in str(r.placements).split(";") if s.strip() != "")
+            starts = tuple(int(s) for s in str(r["placements"]).split(";") if s.strip() != "")
         except ValueError:
-            raise DataError(f"placements '{r.placements}' must be start slots separated by ';'",
+            raise DataError(f"placements '{r['placements']}' must be start slots separated by ';'",
                             file="mig_profiles.csv", column="placements") from None
-        out.append(MigProfile(gid, r.profile, float(r.memory_gb), int(r.memory_slices), int(r.memory_slices_total),
-                              int(r.compute_slices), int(r.compute_slices_total), int(r.max_instances), starts,
-                              bool(r.media_extensions), str(r.source), str(r.as_of)))
+        n = {k: int(r[k]) for k in ("memory_slices", "memory_slices_total", "compute_slices",
+                                     "compute_slices_total", "max_instances")}
+        out.append(MigProfile(gid, str(r["profile"]), float(r["memory_gb"]), n["memory_slices"],
+                              n["memory_slices_total"], n["compute_slices"], n["compute_slices_total"],
+                              n["max_instances"], starts, bool(r["media_extensions"]), str(r["source"]),
+                              str(r["as_of"])))
     return tuple(sorted(out, key=lambda p: (p.memory_slices, p.compute_slices, p.memory_gb)))
 
 
@@ -509,9 +512,9 @@ def mig_parted_config(cards: Sequence[CardLoad], *, config_name: str = "gpucost-
             counts[p] = counts.get(p, 0) + 1
         groups.setdefault(tuple(sorted(counts.items())), []).append(c.index)
     entries = []
-    for counts, devs in groups.items():
+    for profile_counts, devs in groups.items():
         entries.append({"devices": "all" if len(groups) == 1 else devs, "mig-enabled": True,
-                        "mig-devices": dict(counts)})
+                        "mig-devices": dict(profile_counts)})
     return _yaml({"version": "v1", "mig-configs": {"all-disabled": [{"devices": "all", "mig-enabled": False}],
                                                    config_name: entries}})
 

@@ -236,12 +236,16 @@ def all_options(P: Params, D: np.ndarray, months: int, plan: HybridPlan | None, 
         "lease": lambda: lease_cost(P, D, months, od),
         "on-demand": lambda: (np.cumsum(D * od, axis=1), {"gpu_hours": (D / P.cloud.relative_speed).sum(1)}),
         "spot": lambda: spot_cost(P, D),
-        **{rid: (lambda rid=rid, term=term: reserved_cost(P, D, months, term, cloud_price(P, rid)))
-           for rid, term in RESERVED_TERM_MONTHS.items()},
     }
+    for rid, term in RESERVED_TERM_MONTHS.items():
+        builders[rid] = _reserved_builder(P, D, months, rid, term)
     if plan is not None:
         builders["hybrid"] = lambda: hybrid_cost(P, D, months, plan.base, plan.burst, plan.base_gpus)
     return {oid: build() for oid, build in builders.items() if oid not in skip}
+
+
+def _reserved_builder(P: Params, D: np.ndarray, months: int, rid: str, term: int):
+    return lambda: reserved_cost(P, D, months, term, cloud_price(P, rid))
 
 
 def break_even_month(cum_a: np.ndarray, cum_b: np.ndarray) -> np.ndarray:

@@ -16,7 +16,7 @@ from types import MappingProxyType
 from gpucost.catalog import Catalog
 from gpucost.economics import SITE_TARIFF, resale_retention
 from gpucost.errors import GpucostError, UnknownNameError
-from gpucost.pricing import price_index
+from gpucost.pricing import card_prices
 from gpucost.records import Gpu, gpu_records
 from gpucost.spot import interruption_rate_per_hour, spot_bucket
 from gpucost.tco.inputs import (
@@ -68,6 +68,10 @@ class _Ctx:
     def scen_src(self, key: str) -> str:
         return self.sc.sources.get(key, f"scenario {self.sc.name}")
 
+    def num(self, key: str) -> float:
+        """A scenario number (its schema has validated it)."""
+        return float(self.v[key])  # type: ignore[arg-type]
+
     def money(self, key: str) -> float:
         """A scenario money value in the display currency (and whether it was converted)."""
         raw = self.v[key]
@@ -118,17 +122,18 @@ class _Ctx:
 # --------------------------------------------------------------------------------------------------
 
 def _owned_prices(c: _Ctx, g: Gpu) -> dict[str, float]:
-    ps = price_index(c.cat, c.cur)
+    prices_of = card_prices(c.cat, c.cur).get(g.id)
     prices = {}
     for cond in ("new", "used"):
         key = f"owned.price_{cond}"
         val = c.given(key, "", money=True)
         if val is None:
-            val = float(ps.at[g.id, f"price_{cond}"]) if g.id in ps.index else NAN
+            q = prices_of.basis(cond) if prices_of is not None else None
+            val = q.value if q is not None else NAN
             rows = c.cat.prices[(c.cat.prices["gpu_id"] == g.id) & (c.cat.prices["condition"] == cond)]
             c.exposed[key] = not (rows["currency"] == c.cur).any()
-            if val == val:
-                c.note(key, val, c.cur, str(ps.at[g.id, f"price_{cond}_source"]), ps.at[g.id, f"price_{cond}_as_of"],
+            if q is not None:
+                c.note(key, val, c.cur, q.source, q.as_of,
                        "median of the catalog's rows" + (" (converted through fx.csv)" if c.exposed[key] else ""))
         prices[cond] = val
         if val != val:
@@ -212,12 +217,12 @@ def _owned(c: _Ctx) -> tuple[OwnedInputs, Gpu]:
         if rho != rho:
             raise GpucostError(f"{c.label}: key 'owned.resale_retention_per_year' is required ({why})")
         c.note("owned.resale_retention_per_year", rho, "per year", why)
-    staff = float(c.v["owned.staff_hours_per_month"]) * c.money("owned.staff_cost_per_hour")  # type: ignore[arg-type]
+    staff = c.num("owned.staff_hours_per_month") * c.money("owned.staff_cost_per_hour")
     return OwnedInputs(
-        count=float(c.v["owned.count"]), tdp_w=float(tdp), host_power_w=host_w, idle_power_fraction=site["idle"],
-        max_utilization=float(c.v["owned.max_utilization"]), always_on=1.0 if c.v["owned.always_on"] else 0.0,
+        count=c.num("owned.count"), tdp_w=float(tdp), host_power_w=host_w, idle_power_fraction=site["idle"],
+        max_utilization=c.num("owned.max_utilization"), always_on=1.0 if c.v["owned.always_on"] else 0.0,
         pue=site["pue"], electricity_per_kwh=site["kwh"], colocation_per_kw_month=site["colo"],
-        maintenance_fraction_per_year=float(c.v["owned.maintenance_per_year"]),  # type: ignore[arg-type]
+        maintenance_fraction_per_year=c.num("owned.maintenance_per_year"),
         failure_rate_per_year=site["fail"], staff_per_month=staff, price_new=prices["new"],
         price_used=prices["used"], host_cost=host_cost, resale_retention_per_year=float(rho),
         resale_fee_fraction=float(c.v["owned.resale_fee"])), g  # type: ignore[arg-type]
@@ -258,8 +263,9 @@ def relative_speed(catalog: Catalog, fast_gpu: str, ref_gpu: str) -> tuple[float
 def _offer_table(c: _Ctx, cloud_gpu: str):
     o = c.cat.offers
     o = o[o["gpu_id"] == cloud_gpu]
-    if c.v["cloud.providers"]:
-        wanted = {p.lower() for p in c.v["cloud.providers"]}  # type: ignore[union-attr]
+    providers = c.v["cloud.providers"]
+    if isinstance(providers, (list, tuple)) and providers:
+        wanted = {str(p).lower() for p in providers}
         o = o[o["provider"].str.lower().isin(wanted)]
     if c.v["cloud.instance"]:
         o = o[o["InstanceType"].str.lower() == str(c.v["cloud.instance"]).lower()]
@@ -271,11 +277,12 @@ def _offer_table(c: _Ctx, cloud_gpu: str):
                  r3=o["ReservedPrice3y"] * conv, r1_note="", r3_note="")
     for col, key in (("r1", "reserved_discount_1y"), ("r3", "reserved_discount_3y")):
         for idx in o.index[o[col].isna() & o["od"].notna()]:
-            row = c.cat.default_row(key, variant=o.at[idx, "provider"])
+            provider = str(o.at[idx, "provider"])
+            row = c.cat.default_row(key, variant=provider)
             if row is not None:
                 o.at[idx, col] = o.at[idx, "od"] * (1 - row["value"])
                 o.at[idx, f"{col}_note"] = (f"on-demand × (1 − {row['value']:.4f}) — {key} for "
-                                            f"{o.at[idx, 'provider']} in tco_defaults.csv ({row['source']})")
+                                            f"{provider} in tco_defaults.csv ({row['source']})")
     return o
 
 

@@ -283,7 +283,7 @@ def evaluate(inputs: Inputs, *, months: int | None = None, break_even_grid: int 
     reserved_be = {rid: float(getattr(p.cloud, f"reserved_{rid[-2:]}_per_gpu_hour")) / float(p.cloud.on_demand_per_gpu_hour)
                    for rid in RESERVED_TERM_MONTHS if rid in res and p.cloud.on_demand_per_gpu_hour == p.cloud.on_demand_per_gpu_hour}
     od_cum = res["on-demand"][0] if "on-demand" in res else None
-    options = [_option(inputs, oid, *res[oid], useful, M, od_cum, plan, reserved_be, spot_info)
+    options = [_option(inputs, oid, res[oid][0], res[oid][1], useful, M, od_cum, plan, reserved_be, spot_info)
                for oid in OPTION_IDS if oid in res]
     cheapest = min(options, key=lambda o: (o.total_cost, OPTION_IDS.index(o.id)))
     sentence = t("tco_cheapest", "en", months=M, name=cheapest.name, total=fmt_money(cheapest.total_cost, cur),

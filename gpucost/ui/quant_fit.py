@@ -425,12 +425,6 @@ class QuantFitPage(Page):
         return rec
 
 
-def _num(v):
-    try:
-        f = float(v)
-    except (TypeError, ValueError):
-        return None
-    return None if math.isnan(f) or math.isinf(f) else f
 
 
 def _fmt(v, nd=2) -> str:

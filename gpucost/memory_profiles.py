@@ -1,0 +1,152 @@
+"""What inference engines and training frameworks do with memory: the sourced constants and profiles
+the memory model (:mod:`gpucost.memory`) computes with. Each constant names its source."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gpucost.specs import ENGINES as SPEC_ENGINES
+
+MODES = ("inference", "full", "lora", "qlora")
+ENGINES = SPEC_ENGINES  # the one list (gpucost.specs); ENGINE_PROFILES below covers exactly these
+TRAINING_FRAMEWORKS = ("transformers", "torchtune")
+OFFLOADS = ("none", "cpu", "nvme")
+#: GPU counts tried for "how many cards" to serve a model (tensor parallel needs the heads to divide
+#: evenly); training counts are exact: the fewest data-parallel ranks up to DEFAULTS.max_gpus (bisection)
+INFERENCE_GPU_COUNTS = (1, 2, 3, 4, 6, 8, 16)
+
+#: CUDA context of one process [GiB]: 128–256 MiB per GPU with CUDA's lazy module loading, the Linux
+#: default since CUDA 12.2 (InvokeAI PR #9447, https://github.com/invoke-ai/InvokeAI/pull/9447, measured
+#: with nvidia-smi; NVIDIA developer forum "Lazy Loading", https://forums.developer.nvidia.com/t/lazy-loading/261135).
+#: The upper end is used. Older stacks loading every kernel eagerly showed 781 MB for PyTorch alone
+#: (https://github.com/pytorch/pytorch/issues/34323).
+CUDA_CONTEXT_GIB = 0.25
+
+
+@dataclass(frozen=True)
+class EngineProfile:
+    """How an inference engine lays out memory. Every field has its source in :data:`ENGINE_PROFILES`."""
+
+    name: str
+    parallel: str                    # default multi-GPU split: "tensor" or "layer"
+    embed_on_gpu: bool               # token-embedding table in GPU memory
+    kv_sliding_window: bool          # sliding-window layers cache only the window
+    kv_mla_compressed: bool          # MLA cached as the compressed latent
+    activation_model: str            # "hf" | "llamacpp" | "vllm" | "trtllm"
+    prefill_chunk: int | None        # tokens per forward pass (None: the whole prompt)
+    preallocate: str | None          # "total" (vLLM: fraction of the card) | "free" (TRT-LLM) | None
+    preallocate_fraction: float | None
+    kv_dtypes: tuple[str, ...]
+    source: str
+
+
+#: Engine memory profiles. Sources:
+#: transformers — HF generate() runs the prompt in one forward pass and keeps the full KV cache of every
+#:   layer (DynamicCache; no sliding-window saving) and computes logits of the last position only
+#:   (transformers >= 4.45 logits_to_keep); DeepSeek's HF modeling caches full per-head K/V.
+#: vLLM — pre-allocates gpu_memory_utilization (default 0.9) of the card for weights, activations and
+#:   a paged KV pool (docs/configuration/optimization.md: "vLLM pre-allocates GPU cache using this
+#:   percentage of memory"); chunked prefill of max_num_batched_tokens = 2048 tokens per step (V1 default
+#:   for the OpenAI server on cards other than >=70 GiB non-A100, vllm/engine/arg_utils.py
+#:   get_batch_defaults); the profiling run adds the sampler's fp32 logits; kv_cache_dtype auto|fp8;
+#:   hybrid KV manager caches only the window of sliding-window layers; MLA latent cache.
+#: llama.cpp — token embeddings on the CPU (src/llama-model.cpp); compute buffer sized for n_ubatch = 512
+#:   tokens (common/common.h default) over the whole n_ctx; --cache-type-k/-v f16|q8_0|q4_0
+#:   (tools/server/README.md); SWA cache for sliding-window models; default split: layers (-sm layer).
+#: TensorRT-LLM — KvCacheConfig.free_gpu_memory_fraction = 0.9 of the memory left after weights and
+#:   activations (https://nvidia.github.io/TensorRT-LLM/examples/kvcacheconfig.html); activations
+#:   pre-computed at build time for the largest shapes (reference/memory.html); tensor parallel.
+ENGINE_PROFILES: dict[str, EngineProfile] = {
+    "transformers": EngineProfile(
+        "transformers", "layer", True, False, False, "hf", None, None, None, ("fp16", "bf16", "fp32"),
+        "transformers generate(): whole prompt in one pass, DynamicCache, logits_to_keep=1"),
+    "vllm": EngineProfile(
+        "vllm", "tensor", True, True, True, "vllm", 2048, "total", 0.9, ("fp16", "bf16", "fp8"),
+        "https://github.com/vllm-project/vllm/blob/main/docs/configuration/optimization.md; "
+        "vllm/engine/arg_utils.py get_batch_defaults"),
+    "llama.cpp": EngineProfile(
+        "llama.cpp", "layer", False, True, True, "llamacpp", 512, None, None, ("fp16", "fp32", "q8_0", "q4_0"),
+        "https://github.com/ggml-org/llama.cpp/blob/master/src/llama-model.cpp; tools/server/README.md"),
+    "tensorrt-llm": EngineProfile(
+        "tensorrt-llm", "tensor", True, True, True, "trtllm", None, "free", 0.9, ("fp16", "bf16", "fp8"),
+        "https://nvidia.github.io/TensorRT-LLM/examples/kvcacheconfig.html; "
+        "https://nvidia.github.io/TensorRT-LLM/reference/memory.html"),
+}
+
+#: Transient activation widths of one forward pass, per token, in values (times the 2 bytes of a 16-bit
+#: activation). Derived from the forward code, not fitted: HF's gated MLP computes
+#: down(act(gate(x)) * up(x)); at its peak act(gate), up and their product are alive = 3 × intermediate
+#: (2 × intermediate for an ungated MLP: fc1 output and its activation); the residual stream, the norm
+#: output, the attention output and the MLP output add 4 × hidden.
+HF_MLP_LIVE = {"gated": 3, "ungated": 2}
+HF_HIDDEN_LIVE = 4
+#: llama.cpp's compute graph (f32 intermediates, 4 bytes): the larger of the attention scores
+#: (n_ubatch × n_ctx × heads, without flash attention), the feed-forward (gate and up outputs:
+#: 2 × n_ubatch × intermediate) and the logits (n_ubatch × vocab), plus 3 hidden-size buffers; ggml-alloc
+#: reuses the rest. Checked against llama.cpp's printed compute buffers in benchmarks.csv im18/im19.
+LLAMACPP_MLP_LIVE = {"gated": 2, "ungated": 1}
+LLAMACPP_HIDDEN_LIVE = 3
+F32_BYTES = 4.0
+ACT_BYTES = 2.0
+
+# -- training -------------------------------------------------------------------------------------
+#: Optimizer states [bytes per trainable parameter] at full-width state (fp32) and whether they are
+#: paged (bitsandbytes paged optimizers live in CUDA unified memory and are evicted to CPU RAM under
+#: memory pressure; QLoRA paper arXiv 2305.14314 section 3). Adam keeps momentum and variance (2 states);
+#: bitsandbytes 8-bit Adam stores each as 1 byte plus one fp32 absmax per block of 2048 values (Dettmers
+#: et al. 2021, arXiv 2110.02861); SGD keeps momentum (1 state).
+@dataclass(frozen=True)
+class Optimizer:
+    states: int                 # states per trainable parameter
+    state_bytes: float | None   # bytes per state (None: the precision's full-width state)
+    paged: bool
+
+
+OPTIMIZERS = {
+    "adamw": Optimizer(2, None, False),
+    "adamw-8bit": Optimizer(2, 1 + 4 / 2048, False),
+    "paged-adamw": Optimizer(2, None, True),
+    "paged-adamw-8bit": Optimizer(2, 1 + 4 / 2048, True),
+    "sgd": Optimizer(1, None, False),
+}
+#: Training precision schemes [bytes per trainable parameter]: "mixed" = the ZeRO paper's mixed-precision
+#: Adam (16-bit weights and gradients, fp32 master copy and fp32 states); "bf16" = pure bf16 training
+#: (weights, gradients and optimizer states in bf16, no master copy — torchtune's default, dtype: bf16);
+#: "fp32" = everything fp32.
+PRECISIONS = {
+    "mixed": {"weight": 2, "grad": 2, "master": 4, "state": 4},
+    "bf16": {"weight": 2, "grad": 2, "master": 0, "state": 2},
+    "fp32": {"weight": 4, "grad": 4, "master": 0, "state": 4},
+}
+#: Training frameworks. transformers (HF Trainer, mixed precision): the loss upcasts the logits to fp32
+#: and keeps fp32 log-probabilities for backward: 2 (bf16 logits) + 4 + 4 bytes per logit.
+#: torchtune (pure bf16, CEWithChunkedOutputLoss with 8 chunks: only one chunk is upcast at a time:
+#: 2 + (4 + 4) / 8 bytes per logit; optimizer_in_bwd in the single-device full-finetune recipes frees each
+#: gradient as soon as its parameter is updated) — torchtune README and recipes/configs (2024-09).
+@dataclass(frozen=True)
+class TrainingProfile:
+    precision: str              # a key of PRECISIONS
+    logit_bytes: float          # bytes kept per token per vocabulary entry by the loss
+    optimizer_in_backward: bool
+
+
+TRAINING_PROFILES = {
+    "transformers": TrainingProfile("mixed", 2 + 4 + 4, False),
+    "torchtune": TrainingProfile("bf16", 2 + (4 + 4) / 8, True),
+}
+#: DeepSpeed reduce_bucket_size default (5e8 elements): what stays on the GPU of the gradients when they
+#: are offloaded (https://www.deepspeed.ai/docs/config-json/ "reduce_bucket_size", default 500000000)
+ZERO_REDUCE_BUCKET = 5e8
+#: ZeRO-3 / FSDP gather one layer's parameters at a time and prefetch the next (FSDP paper, Zhao et al.
+#: 2023, arXiv 2304.11277, section 3.3 backward/forward prefetch): 2 layers in GPU memory at once
+ZERO3_LIVE_LAYERS = 2
+
+# -- diffusion ------------------------------------------------------------------------------------
+#: default image size of each diffusion model [pixels per side] (model cards: SD 1.5 512, SDXL/SD3.5/FLUX 1024)
+DIFFUSION_DEFAULT_SIZE = {"sd-1.5": 512}
+DIFFUSION_DEFAULT_SIZE_OTHER = 1024
+#: Activation allowance of a diffusion pipeline: the VAE decoder's full-resolution stage (diffusers
+#: AutoencoderKL, block_out_channels[0] = 128) holds about 3 tensors of H × W × 128 16-bit values
+#: (resnet input, norm output, conv output). A documented allowance, not a measurement.
+VAE_CHANNELS = 128
+VAE_LIVE_TENSORS = 3
