@@ -172,16 +172,90 @@ def _num(series: pd.Series) -> pd.Series:
     return pd.to_numeric(series.replace("", np.nan), errors="coerce")
 
 
-def validate(df: pd.DataFrame, name: str, *, label: str | None = None,
-             refs: Mapping[str, Iterable[str]] | None = None,
-             currencies: Iterable[str] | None = None) -> pd.DataFrame:
-    """Check ``df`` (all text) against the schema of table ``name``; return it with typed columns.
+@dataclass
+class _Check:
+    """One table's validation run: the text table, the known ids and currencies, the problems found."""
 
-    ``refs`` maps a table name to its valid ids (for ``ref:`` columns); ``currencies`` lists the codes
-    of fx.csv. Raises :class:`DataError` on the first problem (by row), with the count of others.
-    """
-    _check_name(name)
-    label = label or f"{name}.csv"
+    df: pd.DataFrame
+    refs: dict[str, set[str]]
+    currencies: set[str] | None
+    problems: list[tuple[int, str, str]] = field(default_factory=list)  # (row, column, message)
+
+    def bad(self, mask: pd.Series, col: str, msg_fn: Callable[[str], str]) -> None:
+        for idx in np.flatnonzero(mask.to_numpy()):
+            self.problems.append((int(idx) + 1, col, msg_fn(self.df[col].iloc[idx])))
+
+
+def _check_number(c: _Check, col: str, base: str, raw: pd.Series, present: pd.Series) -> pd.Series:
+    num = _num(raw)
+    c.bad(present & num.isna(), col, lambda v: f"'{v}' is not a number")
+    ok = present & num.notna()
+    if base in ("num+", "int+"):
+        c.bad(ok & (num <= 0), col, lambda v: f"{v} must be greater than zero")
+    if base in ("num0", "int0"):
+        c.bad(ok & (num < 0), col, lambda v: f"{v} must not be negative")
+    if base.startswith("int"):
+        c.bad(ok & (num != np.floor(num)), col, lambda v: f"{v} must be a whole number")
+    return num
+
+
+def _check_bool(c: _Check, col: str, base: str, raw: pd.Series, present: pd.Series) -> pd.Series:
+    low = raw.str.lower()
+    c.bad(present & ~low.isin(_TRUE | _FALSE), col, lambda v: f"'{v}' is not true/false")
+    return low.map(lambda v: True if v in _TRUE else (False if v in _FALSE else None))
+
+
+def _check_date(c: _Check, col: str, base: str, raw: pd.Series, present: pd.Series) -> None:
+    badfmt = present & ~raw.str.match(_DATE_RE)
+    parsed = pd.to_datetime(raw.where(present & ~badfmt), format="%Y-%m-%d", errors="coerce")
+    c.bad(badfmt | (present & ~badfmt & parsed.isna()), col, lambda v: f"'{v}' is not a date (YYYY-MM-DD)")
+
+
+def _check_enum(c: _Check, col: str, base: str, raw: pd.Series, present: pd.Series) -> pd.Series:
+    allowed = base[5:].split("|")
+    lower = {a.lower(): a for a in allowed}
+    low = raw.str.lower()
+
+    def msg(v: str) -> str:
+        near = closest(v, allowed, 1)
+        return f"'{v}' is not one of {', '.join(allowed)}" + (f" (closest: {near[0]})" if near else "")
+    c.bad(present & ~low.isin(lower), col, msg)
+    return low.map(lambda v: lower.get(v, v))
+
+
+def _check_currency(c: _Check, col: str, base: str, raw: pd.Series, present: pd.Series) -> pd.Series:
+    up = raw.str.upper()
+    if c.currencies is not None:
+        known = ", ".join(sorted(c.currencies))
+        c.bad(present & ~up.isin(c.currencies), col, lambda v: f"unknown currency '{v}' (fx.csv has {known})")
+    return up
+
+
+def _check_ref(c: _Check, col: str, base: str, raw: pd.Series, present: pd.Series) -> None:
+    target = base[4:]
+    if target not in c.refs:
+        return
+    ids = c.refs[target]
+
+    def msg(v: str) -> str:
+        near = closest(v, ids)
+        return f"unknown {target} id '{v}'" + (f"; closest: {', '.join(near)}" if near else "")
+    c.bad(present & ~raw.isin(ids), col, msg)
+
+
+def _check_id(c: _Check, col: str, base: str, raw: pd.Series, present: pd.Series) -> None:
+    c.bad(present & raw.duplicated(keep="first"), col, lambda v: f"duplicate id '{v}'")
+
+
+#: a column kind's checker: (run, column, kind, text column, non-empty mask) → the typed column or None
+_CHECKS: dict[str, Callable[..., pd.Series | None]] = {
+    "num+": _check_number, "num0": _check_number, "num": _check_number, "int+": _check_number,
+    "int0": _check_number, "bool": _check_bool, "date": _check_date, "enum": _check_enum,
+    "currency": _check_currency, "ref": _check_ref, "id": _check_id}
+
+
+def _check_header(df: pd.DataFrame, name: str, label: str) -> pd.DataFrame:
+    """The table with any optional later-added columns filled in; raises on a missing column or no rows."""
     schema = SCHEMAS[name]
     cols = list(df.columns)
     #: optional columns added to a schema later may be absent from a user's older file: empty everywhere
@@ -196,80 +270,40 @@ def validate(df: pd.DataFrame, name: str, *, label: str | None = None,
             raise DataError(f"missing column '{col}'{hint}", file=label)
     if df.empty:
         raise DataError("the table has a header but no rows", file=label)
+    return df
 
-    problems: list[tuple[int, str, str]] = []  # (row, column, message)
+
+def validate(df: pd.DataFrame, name: str, *, label: str | None = None,
+             refs: Mapping[str, Iterable[str]] | None = None,
+             currencies: Iterable[str] | None = None) -> pd.DataFrame:
+    """Check ``df`` (all text) against the schema of table ``name``; return it with typed columns.
+
+    ``refs`` maps a table name to its valid ids (for ``ref:`` columns); ``currencies`` lists the codes
+    of fx.csv. Raises :class:`DataError` on the first problem (by row), with the count of others.
+    """
+    _check_name(name)
+    label = label or f"{name}.csv"
+    df = _check_header(df, name, label)
+    c = _Check(df, {k: set(v) for k, v in (refs or {}).items()},
+               set(currencies) if currencies is not None else None)
     out = df.copy()
-    refs = {k: set(v) for k, v in (refs or {}).items()}
-    currencies = set(currencies) if currencies is not None else None
-
-    def bad(mask: pd.Series, col: str, msg_fn) -> None:
-        for idx in np.flatnonzero(mask.to_numpy()):
-            problems.append((int(idx) + 1, col, msg_fn(df[col].iloc[idx])))
-
-    for col, kind in schema.items():
+    for col, kind in SCHEMAS[name].items():
         raw = df[col]
-        optional = kind.endswith("?")
         base = kind.rstrip("?")
         empty = raw == ""
-        if not optional and base not in ("str?",):
-            bad(empty, col, lambda v: "empty, a value is required")
-        present = ~empty
-        if base in ("num+", "num0", "num", "int+", "int0"):
-            num = _num(raw)
-            bad(present & num.isna(), col, lambda v: f"'{v}' is not a number")
-            ok = present & num.notna()
-            if base in ("num+", "int+"):
-                bad(ok & (num <= 0), col, lambda v: f"{v} must be greater than zero")
-            if base in ("num0", "int0"):
-                bad(ok & (num < 0), col, lambda v: f"{v} must not be negative")
-            if base.startswith("int"):
-                bad(ok & (num != np.floor(num)), col, lambda v: f"{v} must be a whole number")
-            out[col] = num
-        elif base == "bool":
-            low = raw.str.lower()
-            bad(present & ~low.isin(_TRUE | _FALSE), col, lambda v: f"'{v}' is not true/false")
-            out[col] = low.map(lambda v: True if v in _TRUE else (False if v in _FALSE else None))
-        elif base == "date":
-            badfmt = present & ~raw.str.match(_DATE_RE)
-            parsed = pd.to_datetime(raw.where(present & ~badfmt), format="%Y-%m-%d", errors="coerce")
-            bad(badfmt | (present & ~badfmt & parsed.isna()), col,
-                lambda v: f"'{v}' is not a date (YYYY-MM-DD)")
-        elif base.startswith("enum:"):
-            allowed = base[5:].split("|")
-            lower = {a.lower(): a for a in allowed}
-            low = raw.str.lower()
-            bad(present & ~low.isin(lower), col,
-                lambda v, allowed=allowed: f"'{v}' is not one of {', '.join(allowed)}"
-                + (f" (closest: {closest(v, allowed, 1)[0]})" if closest(v, allowed, 1) else ""))
-            out[col] = low.map(lambda v, lower=lower: lower.get(v, v))
-        elif base == "currency":
-            up = raw.str.upper()
-            if currencies is not None:
-                known = ", ".join(sorted(currencies))
-                bad(present & ~up.isin(currencies), col,
-                    lambda v, known=known: f"unknown currency '{v}' (fx.csv has {known})")
-            out[col] = up
-        elif base.startswith("ref:"):
-            target = base[4:]
-            if target in refs:
-                ids = refs[target]
-                bad(present & ~raw.isin(ids), col,
-                    lambda v, target=target, ids=ids: f"unknown {target} id '{v}'"
-                    + (f"; closest: {', '.join(closest(v, ids))}" if closest(v, ids) else ""))
-        elif base == "id":
-            dup = present & raw.duplicated(keep="first")
-            bad(dup, col, lambda v: f"duplicate id '{v}'")
-
+        if not kind.endswith("?"):
+            c.bad(empty, col, lambda v: "empty, a value is required")
+        typed = _CHECKS.get(base.split(":")[0], lambda *_: None)(c, col, base, raw, ~empty)
+        if typed is not None:
+            out[col] = typed
     if name == "cloud_offers":
-        price_cols = ["Price", "SpotPrice", "ReservedPrice1y", "ReservedPrice3y"]
-        none = (df[price_cols] == "").all(axis=1)
-        bad(none, "Price", lambda v: "no price at all (Price, SpotPrice or a reserved price is needed)")
-
-    if problems:
-        problems.sort()
-        row, col, msg = problems[0]
-        more = f" (and {len(problems) - 1} more problem{'s' if len(problems) > 2 else ''})" \
-            if len(problems) > 1 else ""
+        none = (df[["Price", "SpotPrice", "ReservedPrice1y", "ReservedPrice3y"]] == "").all(axis=1)
+        c.bad(none, "Price", lambda v: "no price at all (Price, SpotPrice or a reserved price is needed)")
+    if c.problems:
+        c.problems.sort()
+        row, col, msg = c.problems[0]
+        n = len(c.problems) - 1
+        more = f" (and {n} more problem{'s' if n > 1 else ''})" if n else ""
         raise DataError(msg + more, file=label, row=row, column=col)
     return out
 

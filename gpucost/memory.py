@@ -423,7 +423,8 @@ def _training_bytes(a: dict, N, s: Setup, trainable, fmt_quantized: bool) -> dic
 # --------------------------------------------------------------------------------------------------
 
 def check_setup(spec: ModelSpec, fmt: QuantFormat, s: Setup) -> Setup:
-    """Validate a setup; raise GpucostError with one line. Returns the setup with defaults resolved."""
+    """Validate a setup; raise GpucostError with one line. Returns the setup with defaults resolved.
+    A context beyond the model's trained one is allowed (RoPE scaling) and reported as a note."""
     if s.mode not in MODES:
         raise UnknownNameError("mode", s.mode, MODES)
     for name, val, lo in (("context", s.context, 1), ("batch", s.batch, 1), ("GPU count", s.gpus, 1)):
@@ -434,57 +435,74 @@ def check_setup(spec: ModelSpec, fmt: QuantFormat, s: Setup) -> Setup:
     if s.offload not in OFFLOADS:
         raise UnknownNameError("offload target", s.offload, OFFLOADS)
     if s.is_training:
-        if s.engine not in TRAINING_FRAMEWORKS:
-            s = replace(s, engine="transformers")
-        if not spec.is_llm:
-            raise GpucostError(f"{spec.id}: training estimates cover language models only")
-        if s.offload != "none" and s.zero == 0:
-            raise GpucostError("offloading needs ZeRO stage 1, 2 or 3 (DeepSpeed offload_optimizer; "
-                               "offload of parameters needs stage 3)")
-        if s.mode == "full" and not fmt.is_float:
-            raise GpucostError(f"full fine-tuning trains the weights in a float format (fp32, fp16, bf16), "
-                               f"not {fmt.id}; use --mode qlora for a quantized base")
-        if s.mode == "lora" and not fmt.is_float:
-            raise GpucostError(f"LoRA keeps the base model in a float format; with {fmt.id} use --mode qlora")
-        if s.mode == "qlora" and (fmt.is_float or fmt.is_gguf or fmt.id.startswith("fp8")):
-            raise GpucostError(f"QLoRA needs a quantized base PyTorch can train through (bnb-nf4-dq, bnb-nf4, "
-                               f"bnb-fp4, bnb-int8, gptq, awq), not {fmt.id}")
-        opt = s.optimizer or ("paged-adamw" if s.mode == "qlora" else "adamw")
-        if opt not in OPTIMIZERS:
-            raise UnknownNameError("optimizer", opt, OPTIMIZERS)
-        if s.mode in ("lora", "qlora") and s.lora_rank < 1:
-            raise GpucostError(f"LoRA rank must be >= 1, not {s.lora_rank}")
-        if s.tp < 1 or s.pp < 1 or s.gpus % (s.tp * s.pp):
-            raise GpucostError(f"{s.gpus} GPUs do not split into tensor x pipeline parallel {s.tp} x {s.pp}")
-        if s.tp > 1 and spec.num_attention_heads % s.tp:
-            raise GpucostError(f"tensor parallel over {s.tp} GPUs needs the {spec.num_attention_heads} attention "
-                               "heads to divide evenly")
-        if s.pp > spec.num_layers:
-            raise GpucostError(f"{s.pp} pipeline stages are more than the model's {spec.num_layers} layers")
-    else:
-        if s.engine not in ENGINE_PROFILES:
-            raise UnknownNameError("engine", s.engine, ENGINE_PROFILES)
-        prof = ENGINE_PROFILES[s.engine]
-        if s.kv_dtype not in KV_DTYPE_BYTES:
-            raise UnknownNameError("KV-cache dtype", s.kv_dtype, KV_DTYPE_BYTES)
-        if s.kv_dtype not in prof.kv_dtypes:
-            raise GpucostError(f"{s.engine} has no {s.kv_dtype} KV cache (it offers {', '.join(prof.kv_dtypes)})")
-        if s.parallel not in (None, "tensor", "layer"):
-            raise UnknownNameError("parallel mode", str(s.parallel), ("tensor", "layer"))
-        if s.gpu_layers is not None:
-            if s.engine != "llama.cpp":
-                raise GpucostError("partial offload (GPU layers) is a llama.cpp option")
-            if s.gpu_layers < 0:
-                raise GpucostError(f"GPU layers must be >= 0, not {s.gpu_layers}")
-        if (s.parallel or prof.parallel) == "tensor" and s.gpus > 1 and spec.is_llm \
-                and spec.num_attention_heads % s.gpus:
-            raise GpucostError(f"tensor parallel over {s.gpus} GPUs needs the {spec.num_attention_heads} "
-                               "attention heads to divide evenly")
-        if s.prompt is not None and not (1 <= s.prompt <= s.context):
-            raise GpucostError(f"prompt length must be between 1 and the context ({s.context}), not {s.prompt}")
-    if spec.is_llm and spec.max_context and s.context > spec.max_context:
-        pass  # allowed (RoPE scaling); reported as a note
+        return _check_training(spec, fmt, s)
+    _check_inference(spec, s)
     return s
+
+
+def _training_format_error(mode: str, fmt: QuantFormat) -> str | None:
+    """Why a training mode cannot train through ``fmt`` (None when it can)."""
+    if mode == "full" and not fmt.is_float:
+        return (f"full fine-tuning trains the weights in a float format (fp32, fp16, bf16), not {fmt.id}; "
+                "use --mode qlora for a quantized base")
+    if mode == "lora" and not fmt.is_float:
+        return f"LoRA keeps the base model in a float format; with {fmt.id} use --mode qlora"
+    if mode == "qlora" and (fmt.is_float or fmt.is_gguf or fmt.id.startswith("fp8")):
+        return ("QLoRA needs a quantized base PyTorch can train through (bnb-nf4-dq, bnb-nf4, bnb-fp4, "
+                f"bnb-int8, gptq, awq), not {fmt.id}")
+    return None
+
+
+def _check_parallel_split(spec: ModelSpec, s: Setup) -> None:
+    if s.tp < 1 or s.pp < 1 or s.gpus % (s.tp * s.pp):
+        raise GpucostError(f"{s.gpus} GPUs do not split into tensor x pipeline parallel {s.tp} x {s.pp}")
+    if s.tp > 1 and spec.num_attention_heads % s.tp:
+        raise GpucostError(f"tensor parallel over {s.tp} GPUs needs the {spec.num_attention_heads} attention "
+                           "heads to divide evenly")
+    if s.pp > spec.num_layers:
+        raise GpucostError(f"{s.pp} pipeline stages are more than the model's {spec.num_layers} layers")
+
+
+def _check_training(spec: ModelSpec, fmt: QuantFormat, s: Setup) -> Setup:
+    if s.engine not in TRAINING_FRAMEWORKS:
+        s = replace(s, engine="transformers")
+    if not spec.is_llm:
+        raise GpucostError(f"{spec.id}: training estimates cover language models only")
+    if s.offload != "none" and s.zero == 0:
+        raise GpucostError("offloading needs ZeRO stage 1, 2 or 3 (DeepSpeed offload_optimizer; "
+                           "offload of parameters needs stage 3)")
+    why = _training_format_error(s.mode, fmt)
+    if why:
+        raise GpucostError(why)
+    opt = s.optimizer or ("paged-adamw" if s.mode == "qlora" else "adamw")
+    if opt not in OPTIMIZERS:
+        raise UnknownNameError("optimizer", opt, OPTIMIZERS)
+    if s.mode in ("lora", "qlora") and s.lora_rank < 1:
+        raise GpucostError(f"LoRA rank must be >= 1, not {s.lora_rank}")
+    _check_parallel_split(spec, s)
+    return s
+
+
+def _check_inference(spec: ModelSpec, s: Setup) -> None:
+    if s.engine not in ENGINE_PROFILES:
+        raise UnknownNameError("engine", s.engine, ENGINE_PROFILES)
+    prof = ENGINE_PROFILES[s.engine]
+    if s.kv_dtype not in KV_DTYPE_BYTES:
+        raise UnknownNameError("KV-cache dtype", s.kv_dtype, KV_DTYPE_BYTES)
+    if s.kv_dtype not in prof.kv_dtypes:
+        raise GpucostError(f"{s.engine} has no {s.kv_dtype} KV cache (it offers {', '.join(prof.kv_dtypes)})")
+    if s.parallel not in (None, "tensor", "layer"):
+        raise UnknownNameError("parallel mode", str(s.parallel), ("tensor", "layer"))
+    if s.gpu_layers is not None and s.engine != "llama.cpp":
+        raise GpucostError("partial offload (GPU layers) is a llama.cpp option")
+    if s.gpu_layers is not None and s.gpu_layers < 0:
+        raise GpucostError(f"GPU layers must be >= 0, not {s.gpu_layers}")
+    if (s.parallel or prof.parallel) == "tensor" and s.gpus > 1 and spec.is_llm \
+            and spec.num_attention_heads % s.gpus:
+        raise GpucostError(f"tensor parallel over {s.gpus} GPUs needs the {spec.num_attention_heads} "
+                           "attention heads to divide evenly")
+    if s.prompt is not None and not (1 <= s.prompt <= s.context):
+        raise GpucostError(f"prompt length must be between 1 and the context ({s.context}), not {s.prompt}")
 
 
 def estimate(spec: ModelSpec, fmt: QuantFormat, setup: Setup | None = None, **kw) -> Estimate:

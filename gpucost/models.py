@@ -211,59 +211,73 @@ def spec_from_row(row: Mapping) -> ModelSpec:
     return spec
 
 
-def spec_from_hf_config(config: Mapping, name: str = "config.json") -> ModelSpec:
-    """A :class:`ModelSpec` from a Hugging Face ``config.json`` (a dict). Parameters are counted from the
-    architecture. Multimodal configs (``text_config``) use their language model."""
+def _first(cfg: Mapping, *keys: str) -> int:
+    """The first of ``keys`` that ``cfg`` sets to a non-zero number (configs of different families name
+    the same thing differently: hidden_size / n_embd / d_model), else 0."""
+    return next((v for v in (_int(cfg.get(k)) for k in keys) if v), 0)
+
+
+def _language_config(config: Mapping) -> dict:
+    """A multimodal config's language model (``text_config``) merged over the outer config."""
     cfg = dict(config)
     if isinstance(cfg.get("text_config"), Mapping):
         text = dict(cfg["text_config"])
         text.setdefault("model_type", cfg.get("model_type", ""))
         cfg = {**cfg, **text}
+    return cfg
+
+
+def _sliding_layers(cfg: Mapping, family: str, layers: int) -> tuple[int, int]:
+    """(sliding window [tokens], layers that use it) — 0, 0 without sliding-window attention."""
+    sliding = _int(cfg.get("sliding_window")) if cfg.get("use_sliding_window", True) is not False else 0
+    if not sliding:
+        return 0, 0
+    if family == "gemma2":  # alternating local/global layers
+        n = layers // 2
+    elif family == "gemma3":
+        n = layers - layers // (_int(cfg.get("sliding_window_pattern")) or 6)
+    elif isinstance(cfg.get("layer_types"), list):
+        n = sum(1 for t in cfg["layer_types"] if "sliding" in str(t))
+    elif family in ("qwen2", "qwen3", "qwen3_moe", "qwen2_moe"):  # the window is off unless switched on
+        n = layers if cfg.get("use_sliding_window") else 0
+    else:
+        n = layers
+    return (sliding, n) if n else (0, 0)
+
+
+def spec_from_hf_config(config: Mapping, name: str = "config.json") -> ModelSpec:
+    """A :class:`ModelSpec` from a Hugging Face ``config.json`` (a dict). Parameters are counted from the
+    architecture. Multimodal configs (``text_config``) use their language model."""
+    cfg = _language_config(config)
     model_type = str(cfg.get("model_type", "")).lower()
     family = HF_MODEL_TYPES.get(model_type, model_type or "llama")
-    hidden = _int(cfg.get("hidden_size") or cfg.get("n_embd") or cfg.get("d_model"))
-    layers = _int(cfg.get("num_hidden_layers") or cfg.get("n_layer") or cfg.get("num_layers"))
-    heads = _int(cfg.get("num_attention_heads") or cfg.get("n_head"))
+    hidden = _first(cfg, "hidden_size", "n_embd", "d_model")
+    layers = _first(cfg, "num_hidden_layers", "n_layer", "num_layers")
+    heads = _first(cfg, "num_attention_heads", "n_head")
     if not (hidden and layers and heads):
         raise GpucostError(f"{name}: not a decoder-only language-model config (needs hidden_size, "
                            "num_hidden_layers and num_attention_heads)")
-    kv = _int(cfg.get("num_key_value_heads") or cfg.get("num_kv_heads")) or heads
-    head_dim = _int(cfg.get("head_dim")) or hidden // heads
-    experts = _int(cfg.get("num_local_experts") or cfg.get("num_experts") or cfg.get("n_routed_experts"))
-    per_tok = _int(cfg.get("num_experts_per_tok") or cfg.get("num_experts_per_token"))
-    shared = _int(cfg.get("n_shared_experts"))
-    moe_inter = _int(cfg.get("moe_intermediate_size")) or (_int(cfg.get("intermediate_size")) if experts else 0)
-    first_dense = _int(cfg.get("first_k_dense_replace"))
-    sliding = _int(cfg.get("sliding_window")) if cfg.get("use_sliding_window", True) is not False else 0
-    sw_layers = 0
-    if sliding:
-        if family == "gemma2":
-            sw_layers = layers // 2
-        elif family == "gemma3":
-            pattern = _int(cfg.get("sliding_window_pattern")) or 6
-            sw_layers = layers - layers // pattern
-        elif isinstance(cfg.get("layer_types"), list):
-            sw_layers = sum(1 for t in cfg["layer_types"] if "sliding" in str(t))
-        elif family in ("qwen2", "qwen3", "qwen3_moe", "qwen2_moe"):
-            sw_layers = 0 if not cfg.get("use_sliding_window") else layers
-        else:
-            sw_layers = layers
-        if sw_layers == 0:
-            sliding = 0
+    experts = _first(cfg, "num_local_experts", "num_experts", "n_routed_experts")
     kv_lora = _int(cfg.get("kv_lora_rank"))
+    mla_head_dim = _int(cfg.get("qk_nope_head_dim")) + _int(cfg.get("qk_rope_head_dim"))
+    sliding, sw_layers = _sliding_layers(cfg, family, layers)
+    repo = str(cfg.get("_name_or_path") or "")
     spec = ModelSpec(
-        id=str(cfg.get("_name_or_path") or name), name=str(cfg.get("_name_or_path") or name), kind="llm",
-        family=family, num_layers=layers, hidden_size=hidden, num_attention_heads=heads, num_kv_heads=kv,
-        head_dim=(_int(cfg.get("qk_nope_head_dim")) + _int(cfg.get("qk_rope_head_dim"))) if kv_lora else head_dim,
-        intermediate_size=_int(cfg.get("intermediate_size") or cfg.get("n_inner") or 4 * hidden),
-        moe_intermediate_size=moe_inter, vocab_size=_int(cfg.get("vocab_size")),
-        max_context=_int(cfg.get("max_position_embeddings") or cfg.get("n_positions")),
+        id=repo or name, name=repo or name, kind="llm",
+        family=family, num_layers=layers, hidden_size=hidden, num_attention_heads=heads,
+        num_kv_heads=_first(cfg, "num_key_value_heads", "num_kv_heads") or heads,
+        head_dim=mla_head_dim if kv_lora else (_int(cfg.get("head_dim")) or hidden // heads),
+        intermediate_size=_first(cfg, "intermediate_size", "n_inner") or 4 * hidden,
+        moe_intermediate_size=_int(cfg.get("moe_intermediate_size"))
+        or (_int(cfg.get("intermediate_size")) if experts else 0),
+        vocab_size=_int(cfg.get("vocab_size")), max_context=_first(cfg, "max_position_embeddings", "n_positions"),
         tie_embeddings=bool(cfg.get("tie_word_embeddings", False)), num_experts=experts,
-        experts_per_token=per_tok, num_shared_experts=shared, first_dense_layers=first_dense,
+        experts_per_token=_first(cfg, "num_experts_per_tok", "num_experts_per_token"),
+        num_shared_experts=_int(cfg.get("n_shared_experts")), first_dense_layers=_int(cfg.get("first_k_dense_replace")),
         sliding_window=sliding, sliding_window_layers=sw_layers, kv_lora_rank=kv_lora,
         q_lora_rank=_int(cfg.get("q_lora_rank")), qk_rope_head_dim=_int(cfg.get("qk_rope_head_dim")),
         qk_nope_head_dim=_int(cfg.get("qk_nope_head_dim")), v_head_dim=_int(cfg.get("v_head_dim")),
-        torch_dtype=str(cfg.get("torch_dtype") or cfg.get("dtype") or ""), hf_repo=str(cfg.get("_name_or_path") or ""),
+        torch_dtype=str(cfg.get("torch_dtype") or cfg.get("dtype") or ""), hf_repo=repo,
         source="config.json", gated_mlp=family not in UNGATED_MLP_FAMILIES)
     total, active = count_parameters(spec)
     return replace(spec, params_total=total, params_active=active)

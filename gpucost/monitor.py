@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 import re
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -27,7 +27,7 @@ from gpucost.catalog import Catalog, derived, gpu_alias_index, normalize_name
 from gpucost.errors import GpucostError
 from gpucost.serialize import Record, number
 from gpucost.specs import DEFAULTS
-from gpucost.units import HOURS_PER_MONTH, J_PER_KWH, MIB_PER_GIB
+from gpucost.units import HOURS_PER_MONTH, J_PER_KWH, MIB_PER_GIB, SECONDS_PER_HOUR
 
 #: the usual reclaim policy the product starts from (issue #5, "Why"): a GPU under 20 % busy for 30 minutes
 #: is idle; memory above 90 % is pressure. Every threshold is an input on the page and the CLI.
@@ -410,40 +410,81 @@ class WatchReport:
                 "totals": dict(self.totals)}
 
 
+def _weighted(values: Sequence[float | None], w: Sequence[float]) -> tuple[list[tuple[float, float]], float, float | None]:
+    """The known (value, seconds) pairs, the seconds they cover, and their time-weighted mean."""
+    known = [(v, wi) for v, wi in zip(values, w, strict=True) if v is not None]
+    secs = sum(wi for _, wi in known)
+    return known, secs, (sum(v * wi for v, wi in known) / secs if secs > 0 else None)
+
+
+def _product(a: float | None, b: float | None) -> float | None:
+    return a * b if a is not None and b is not None else None
+
+
 def summarize_gpu(index: int, samples: list[Sample], interval_s: float, policy: Policy,
                   kwh_price: float | None = None) -> tuple[GpuSummary, Verdict, Verdict]:
     """One GPU's samples (sorted by time) → its summary and its idle and memory verdicts."""
     ts = [s.t_s for s in samples]
     w = _weights(ts, interval_s)
     util = [s.utilization_gpu_pct for s in samples]
-    known = [(u, wi) for u, wi in zip(util, w, strict=True) if u is not None]
-    util_s = sum(wi for _, wi in known)
-    util_mean = sum(u * wi for u, wi in known) / util_s if known and util_s > 0 else None
+    known, util_s, util_mean = _weighted(util, w)
     util_vals = [u for u, _ in known]
-    p95 = float(np.percentile(util_vals, 95)) if util_vals else None
     idle_s = sum(wi for u, wi in known if u < policy.idle_util_pct) if known else None
     mem = [s.memory_used_pct for s in samples]
-    mem_known = [(m, wi) for m, wi in zip(mem, w, strict=True) if m is not None]
-    mem_s = sum(wi for _, wi in mem_known)
-    power = [(s.power_w, wi) for s, wi in zip(samples, w, strict=True) if s.power_w is not None]
-    power_s = sum(wi for _, wi in power)
+    mem_known, _, mem_mean = _weighted(mem, w)
+    power, power_s, power_mean = _weighted([s.power_w for s in samples], w)
     energy = sum(p * wi for p, wi in power) / J_PER_KWH if power else None
     lost_at = next((s.t_s for s in samples if s.lost), None)
     summary = GpuSummary(
-        index=index, samples=len(samples), covered_s=sum(w), util_mean_pct=util_mean, util_p95_pct=p95,
-        util_max_pct=max(util_vals) if util_vals else None, idle_s=idle_s,
+        index=index, samples=len(samples), covered_s=sum(w), util_mean_pct=util_mean,
+        util_p95_pct=float(np.percentile(util_vals, 95)) if util_vals else None,
+        util_max_pct=max(util_vals, default=None), idle_s=idle_s,
         idle_fraction=idle_s / util_s if idle_s is not None and util_s > 0 else None,
-        mem_used_mean_pct=sum(m * wi for m, wi in mem_known) / mem_s if mem_known and mem_s > 0 else None,
-        mem_used_max_pct=max(m for m, _ in mem_known) if mem_known else None,
-        power_mean_w=sum(p * wi for p, wi in power) / power_s if power and power_s > 0 else None,
-        energy_kwh=energy, energy_complete=bool(power) and abs(power_s - sum(w)) < 1e-9,
-        energy_cost=energy * kwh_price if energy is not None and kwh_price is not None else None,
-        lost=lost_at is not None, lost_at_s=lost_at)
+        mem_used_mean_pct=mem_mean, mem_used_max_pct=max((m for m, _ in mem_known), default=None),
+        power_mean_w=power_mean, energy_kwh=energy, energy_complete=bool(power) and abs(power_s - sum(w)) < 1e-9,
+        energy_cost=_product(energy, kwh_price), lost=lost_at is not None, lost_at_s=lost_at)
     idle = evaluate("idle", index, ts, [None if u is None else u < policy.idle_util_pct for u in util], w,
                     policy.idle_util_pct, policy.idle_for_s)
     memv = evaluate("memory", index, ts, [None if m is None else m > policy.mem_high_pct for m in mem], w,
                     policy.mem_high_pct, policy.mem_for_s)
     return summary, idle, memv
+
+
+def _waste(summary: GpuSummary, value: CardValue | None, currency: str) -> Waste:
+    """What one GPU's idle time was worth (its card value × idle hours), and per average month."""
+    idle_h = summary.idle_s / SECONDS_PER_HOUR if summary.idle_s is not None else None
+    hourly = value.hourly_value if value is not None else None
+    wasted = _product(idle_h, hourly)
+    per_month = wasted * HOURS_PER_MONTH * SECONDS_PER_HOUR / summary.covered_s \
+        if wasted is not None and summary.covered_s > 0 else None
+    return Waste(index=summary.index, gpu_id=value.gpu_id if value is not None else None, idle_hours=idle_h,
+                 hourly_value=hourly, basis=value.hourly_basis if value is not None else None,
+                 wasted=wasted, wasted_per_month=per_month, currency=currency.upper())
+
+
+def _totals(gpus: list[GpuSummary], verdicts: list[Verdict], waste: list[Waste], kwh_price: float | None) -> dict:
+    means = [g.util_mean_pct for g in gpus if g.util_mean_pct is not None]
+    energies = [g.energy_kwh for g in gpus if g.energy_kwh is not None]
+    energy = sum(energies) if energies else None
+    wasted = [w.wasted for w in waste if w.wasted is not None]
+    return {
+        "gpus": len(gpus),
+        "utilization_mean_pct": sum(means) / len(means) if means else None,
+        "idle_gpu_hours": sum(w.idle_hours for w in waste if w.idle_hours is not None),
+        "energy_kwh": energy,
+        "energy_cost": _product(energy, kwh_price),
+        "wasted": sum(wasted) if wasted else None,
+        "idle_fired": [v.index for v in verdicts if v.policy == "idle" and v.status == "fired"],
+        "memory_fired": [v.index for v in verdicts if v.policy == "memory" and v.status == "fired"],
+    }
+
+
+def _check_run(policy: Policy, interval_s: float, kwh_price: float | None) -> None:
+    policy.check()
+    if kwh_price is not None and (math.isnan(kwh_price) or kwh_price < 0):
+        raise GpucostError(f"the electricity price must be zero or more, not {kwh_price}")
+    if not interval_s > 0:
+        raise GpucostError(f"the interval must be greater than zero, not {interval_s}")
 
 
 def summarize(samples: Iterable[Sample], interval_s: float, policy: Policy | None = None, *,
@@ -456,43 +497,19 @@ def summarize(samples: Iterable[Sample], interval_s: float, policy: Policy | Non
     values     : GPU index → its CardValue (from :func:`card_value`), for the waste
     """
     policy = policy or Policy()
-    policy.check()
-    if kwh_price is not None and (math.isnan(kwh_price) or kwh_price < 0):
-        raise GpucostError(f"the electricity price must be zero or more, not {kwh_price}")
-    if not interval_s > 0:
-        raise GpucostError(f"the interval must be greater than zero, not {interval_s}")
+    _check_run(policy, interval_s, kwh_price)
     by_gpu: dict[int, list[Sample]] = {}
     for s in samples:
         by_gpu.setdefault(s.index, []).append(s)
-    gpus, verdicts, waste = [], [], []
-    values = values or {}
+    gpus: list[GpuSummary] = []
+    verdicts: list[Verdict] = []
+    waste: list[Waste] = []
     for index in sorted(by_gpu):
-        rows = sorted(by_gpu[index], key=lambda s: s.t_s)
-        summary, idle, memv = summarize_gpu(index, rows, interval_s, policy, kwh_price)
+        summary, idle, memv = summarize_gpu(index, sorted(by_gpu[index], key=lambda s: s.t_s), interval_s,
+                                            policy, kwh_price)
         gpus.append(summary)
         verdicts += [idle, memv]
-        v = values.get(index)
-        idle_h = summary.idle_s / 3600 if summary.idle_s is not None else None
-        hourly = v.hourly_value if v is not None else None
-        wasted = idle_h * hourly if idle_h is not None and hourly is not None else None
-        per_month = wasted * HOURS_PER_MONTH * 3600 / summary.covered_s \
-            if wasted is not None and summary.covered_s > 0 else None
-        waste.append(Waste(index=index, gpu_id=v.gpu_id if v is not None else None, idle_hours=idle_h,
-                           hourly_value=hourly, basis=v.hourly_basis if v is not None else None,
-                           wasted=wasted, wasted_per_month=per_month, currency=currency.upper()))
-    means = [g.util_mean_pct for g in gpus if g.util_mean_pct is not None]
-    energies = [g.energy_kwh for g in gpus if g.energy_kwh is not None]
-    totals = {
-        "gpus": len(gpus),
-        "utilization_mean_pct": sum(means) / len(means) if means else None,
-        "idle_gpu_hours": sum(w.idle_hours for w in waste if w.idle_hours is not None),
-        "energy_kwh": sum(energies) if energies else None,
-        "energy_cost": sum(energies) * kwh_price if energies and kwh_price is not None else None,
-        "wasted": sum(w.wasted for w in waste if w.wasted is not None)
-        if any(w.wasted is not None for w in waste) else None,
-        "idle_fired": [v.index for v in verdicts if v.policy == "idle" and v.status == "fired"],
-        "memory_fired": [v.index for v in verdicts if v.policy == "memory" and v.status == "fired"],
-    }
+        waste.append(_waste(summary, (values or {}).get(index), currency))
     return WatchReport(interval_s=float(interval_s), policy=policy, currency=currency.upper(),
                        kwh_price=kwh_price, gpus=tuple(gpus), verdicts=tuple(verdicts), waste=tuple(waste),
-                       totals=totals)
+                       totals=_totals(gpus, verdicts, waste, kwh_price))

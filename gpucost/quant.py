@@ -171,110 +171,146 @@ def _is_70b_class(spec: ModelSpec) -> bool:
     return spec.num_layers == 80 and (spec.num_kv_heads < spec.num_attention_heads or spec.family == "qwen2")
 
 
+@dataclass(frozen=True)
+class _Rules:
+    """What llama.cpp's llama_tensor_get_type looks at besides the tensor: the file type and the model."""
+
+    ftype: str
+    base: str
+    n_gqa: float
+    n_expert: int
+    is70: bool
+    L: int
+
+
+def _attn_v(r: _Rules, types: np.ndarray, layers: np.ndarray) -> None:
+    ftype = r.ftype
+    simple = {"Q2_K": "Q4_K" if r.n_gqa >= 4 else "Q3_K",
+              "IQ3_XXS": "Q4_K" if r.n_gqa >= 4 else "IQ3_XXS",  # with an importance matrix (see ffn_down)
+              "Q3_K_L": "Q5_K"}
+    if ftype in simple:
+        types[:] = simple[ftype]
+    elif ftype == "Q3_K_M":
+        types[:] = np.where(layers < 2, "Q5_K", "Q4_K")
+    elif ftype == "IQ4_XS" and r.n_gqa >= 4:
+        types[:] = "Q5_K"
+    elif ftype in ("Q4_K_M", "Q5_K_M"):
+        types[_use_more_bits(layers, r.L)] = "Q6_K"
+    elif ftype == "Q4_K_S":
+        types[layers < 4] = "Q5_K"
+    if r.is70:
+        types[(types == "Q3_K") | (types == "Q4_K")] = "Q5_K"
+    if r.n_expert == 8:
+        types[:] = "Q8_0"
+
+
+def _attn_k(r: _Rules, types: np.ndarray, layers: np.ndarray) -> None:
+    if r.n_expert == 8:
+        types[:] = "Q8_0"
+    elif r.ftype == "IQ3_XXS":
+        types[:] = "IQ2_S"
+
+
+def _attn_q(r: _Rules, types: np.ndarray, layers: np.ndarray) -> None:
+    if r.ftype == "IQ3_XXS":
+        types[:] = "IQ2_S"
+
+
+def _ffn_down(r: _Rules, types: np.ndarray, layers: np.ndarray) -> None:
+    # IQ3_XXS without an importance matrix would use Q4_K/Q3_K here; llama.cpp strongly recommends
+    # an imatrix for the i-quants (and requires one for IQ2), so ffn_down keeps the base type
+    ftype, L = r.ftype, r.L
+    if ftype == "Q2_K":
+        types[:] = "Q3_K"
+    elif ftype == "Q3_K_M":
+        types[:] = np.where(layers < L // 16, "Q5_K", "Q4_K")
+    elif ftype == "Q3_K_L":
+        types[:] = "Q5_K"
+    elif ftype in ("Q4_K_M", "Q5_K_M"):
+        types[_use_more_bits(layers, L)] = "Q6_K"
+    elif ftype in ("IQ4_XS", "Q4_K_S"):
+        types[layers < L // 8] = "Q5_K"
+
+
+_ATTN_OUTPUT_MOE_Q5 = ("Q2_K", "IQ3_XXS", "Q3_K_S", "Q3_K_M", "Q4_K_S", "Q4_K_M", "IQ4_XS")
+_ATTN_OUTPUT = {"Q2_K": "Q3_K", "IQ3_XXS": "IQ3_S", "Q3_K_M": "Q4_K", "Q3_K_L": "Q5_K"}
+
+
+def _attn_output(r: _Rules, types: np.ndarray, layers: np.ndarray) -> None:
+    if r.n_expert == 8:
+        if r.ftype in _ATTN_OUTPUT_MOE_Q5:
+            types[:] = "Q5_K"
+    elif r.ftype in _ATTN_OUTPUT:
+        types[:] = _ATTN_OUTPUT[r.ftype]
+
+
+def _iq2_xs(r: _Rules, k: str, types: np.ndarray, layers: np.ndarray) -> None:
+    """IQ2_XS keeps its own rules (llama.cpp's first branch for the 2-bit i-quants)."""
+    if k == "attn_v":
+        types[:] = "Q4_K" if (r.n_gqa >= 4 or r.n_expert >= 4) else "Q2_K"
+    elif k == "attn_k" and r.n_expert == 8:
+        types[:] = "Q4_K"
+    elif k.startswith("ffn_down"):
+        types[layers < r.L // 8] = "Q2_K"
+    elif k == "attn_output" and r.n_expert == 8:
+        types[:] = "Q5_K"
+
+
+_LAYER_RULES = {"attn_v": _attn_v, "attn_k": _attn_k, "attn_q": _attn_q, "attn_output": _attn_output}
+
+
+def _layer_types(r: _Rules, kind: str, layers: np.ndarray) -> np.ndarray:
+    """The type of each layer's ``kind`` tensor."""
+    types = np.full(len(layers), r.base, dtype=object)
+    if r.ftype == "IQ2_XS":
+        _iq2_xs(r, kind, types, layers)
+    elif kind.startswith("ffn_down"):
+        _ffn_down(r, types, layers)
+    elif kind in _LAYER_RULES:
+        _LAYER_RULES[kind](r, types, layers)
+    return types
+
+
+def _whole_tensor_type(r: _Rules, g, tied: bool) -> str | None:
+    """The type of a tensor that is not per-layer (or of a float file), else None."""
+    if g.kind == "other":  # a model without an LLM architecture: one group at the base type
+        return r.base
+    if g.kind in ("norm", "ffn_gate_inp"):  # 1-D tensors and the MoE router are not quantized
+        return "F32"
+    if r.ftype in ("F16", "BF16", "F32"):
+        return r.ftype
+    if g.kind == "output" or (g.kind == "token_embd" and tied):
+        t = "Q5_K" if r.ftype in ("IQ2_XS", "IQ3_XXS") else ("Q8_0" if r.base == "Q8_0" else "Q6_K")
+        return "Q8_0" if g.ne0 % 256 else t
+    if g.kind == "token_embd":
+        return _fit_row({"IQ2_XS": "Q2_K", "IQ3_XXS": "IQ3_S"}.get(r.ftype, r.base), g.ne0)
+    return None
+
+
+def _file_types(fmt_id: str) -> tuple[str, str]:
+    """(llama.cpp file type, its base tensor type) of a GGUF format id."""
+    floats = {"fp16": "F16", "bf16": "BF16", "fp32": "F32"}
+    if fmt_id in floats:
+        return floats[fmt_id], floats[fmt_id]
+    if fmt_id in GGUF_FTYPES:
+        return GGUF_FTYPES[fmt_id]
+    raise GpucostError(f"'{fmt_id}' is not a GGUF type llama.cpp writes")
+
+
 def gguf_tensor_types(spec: ModelSpec, fmt_id: str) -> list[tuple[str, int, float, str]]:
     """(kind, ne0, values, ggml type) for every tensor of ``spec`` quantized as GGUF ``fmt_id`` (or F16,
     BF16, F32 for the float formats). Per-layer groups are split where the type differs by layer."""
-    fmt_id = fmt_id.lower()
-    if fmt_id in ("fp16", "bf16", "fp32"):
-        ftype = base = {"fp16": "F16", "bf16": "BF16", "fp32": "F32"}[fmt_id]
-    elif fmt_id in GGUF_FTYPES:
-        ftype, base = GGUF_FTYPES[fmt_id]
-    else:
-        raise GpucostError(f"'{fmt_id}' is not a GGUF type llama.cpp writes")
-    n_gqa = spec.num_attention_heads / max(spec.num_kv_heads, 1)
-    n_expert = spec.num_experts if spec.is_moe else 0
-    is70 = _is_70b_class(spec)
-    L = spec.num_layers
+    ftype, base = _file_types(fmt_id.lower())
+    r = _Rules(ftype, base, spec.num_attention_heads / max(spec.num_kv_heads, 1),
+               spec.num_experts if spec.is_moe else 0, _is_70b_class(spec), spec.num_layers)
     out: list[tuple[str, int, float, str]] = []
-    iq2 = ftype in ("IQ2_XS",)
     for g in weight_tensors(spec):
-        if g.kind == "other":  # a model without an LLM architecture: one group at the base type
-            out.append((g.kind, g.ne0, float(g.numel), base))
+        whole = _whole_tensor_type(r, g, spec.tie_embeddings)
+        if whole is not None:
+            one_group = g.kind in ("other", "norm", "ffn_gate_inp")
+            out.append((g.kind, g.ne0, float(g.numel) if one_group else g.total, whole))
             continue
-        if g.kind in ("norm", "ffn_gate_inp"):  # 1-D tensors and the MoE router are not quantized
-            out.append((g.kind, g.ne0, float(g.numel), "F32"))
-            continue
-        if ftype in ("F16", "BF16", "F32"):
-            out.append((g.kind, g.ne0, g.total, ftype))
-            continue
-        if g.kind == "output" or (g.kind == "token_embd" and spec.tie_embeddings):
-            t = "Q5_K" if ftype in ("IQ2_XS", "IQ3_XXS") else ("Q8_0" if base == "Q8_0" else "Q6_K")
-            if g.ne0 % 256:
-                t = "Q8_0"
-            out.append((g.kind, g.ne0, g.total, t))
-            continue
-        if g.kind == "token_embd":
-            t = {"IQ2_XS": "Q2_K", "IQ3_XXS": "IQ3_S"}.get(ftype, base)
-            out.append((g.kind, g.ne0, g.total, _fit_row(t, g.ne0)))
-            continue
-        layers = np.asarray(g.layers)
-        types = np.full(len(layers), base, dtype=object)
-        k = g.kind
-        if iq2:
-            if k == "attn_v":
-                types[:] = "Q4_K" if (n_gqa >= 4 or n_expert >= 4) else "Q2_K"
-            elif k == "attn_k" and n_expert == 8:
-                types[:] = "Q4_K"
-            elif k.startswith("ffn_down"):
-                types[layers < L // 8] = "Q2_K"
-            elif k == "attn_output" and n_expert == 8:
-                types[:] = "Q5_K"
-        elif k == "attn_v":
-            if ftype == "Q2_K":
-                types[:] = "Q4_K" if n_gqa >= 4 else "Q3_K"
-            elif ftype == "IQ3_XXS":  # with an importance matrix (see ffn_down below)
-                types[:] = "Q4_K" if n_gqa >= 4 else "IQ3_XXS"
-            elif ftype == "Q3_K_M":
-                types[:] = np.where(layers < 2, "Q5_K", "Q4_K")
-            elif ftype == "Q3_K_L":
-                types[:] = "Q5_K"
-            elif ftype == "IQ4_XS" and n_gqa >= 4:
-                types[:] = "Q5_K"
-            elif ftype in ("Q4_K_M", "Q5_K_M"):
-                types[_use_more_bits(layers, L)] = "Q6_K"
-            elif ftype == "Q4_K_S":
-                types[layers < 4] = "Q5_K"
-            if is70:
-                types[(types == "Q3_K") | (types == "Q4_K")] = "Q5_K"
-            if n_expert == 8:
-                types[:] = "Q8_0"
-        elif k == "attn_k":
-            if n_expert == 8:
-                types[:] = "Q8_0"
-            elif ftype == "IQ3_XXS":
-                types[:] = "IQ2_S"
-        elif k == "attn_q":
-            if ftype == "IQ3_XXS":
-                types[:] = "IQ2_S"
-        elif k.startswith("ffn_down"):
-            if ftype == "Q2_K":
-                types[:] = "Q3_K"
-            # IQ3_XXS without an importance matrix would use Q4_K/Q3_K here; llama.cpp strongly recommends
-            # an imatrix for the i-quants (and requires one for IQ2), so ffn_down keeps the base type
-            elif ftype == "Q3_K_M":
-                types[:] = np.where(layers < L // 16, "Q5_K", "Q4_K")
-            elif ftype == "Q3_K_L":
-                types[:] = "Q5_K"
-            elif ftype == "Q4_K_M":
-                types[_use_more_bits(layers, L)] = "Q6_K"
-            elif ftype == "IQ4_XS":
-                types[layers < L // 8] = "Q5_K"
-            elif ftype == "Q5_K_M":
-                types[_use_more_bits(layers, L)] = "Q6_K"
-            elif ftype == "Q4_K_S":
-                types[layers < L // 8] = "Q5_K"
-        elif k == "attn_output":
-            if n_expert == 8:
-                if ftype in ("Q2_K", "IQ3_XXS", "Q3_K_S", "Q3_K_M", "Q4_K_S", "Q4_K_M", "IQ4_XS"):
-                    types[:] = "Q5_K"
-            elif ftype == "Q2_K":
-                types[:] = "Q3_K"
-            elif ftype == "IQ3_XXS":
-                types[:] = "IQ3_S"
-            elif ftype == "Q3_K_M":
-                types[:] = "Q4_K"
-            elif ftype == "Q3_K_L":
-                types[:] = "Q5_K"
+        types = _layer_types(r, g.kind, np.asarray(g.layers))
         for t in np.unique(types):
             n = int(np.count_nonzero(types == t))
             out.append((g.kind, g.ne0, float(g.numel) * n, _fit_row(str(t), g.ne0)))

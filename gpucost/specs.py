@@ -30,6 +30,9 @@ if TYPE_CHECKING:  # pydantic is imported when a value is first checked (the CLI
 #: the catalog by the caller: gpu, model, format, provider, scenario, currency (validated as text here).
 KINDS = ("float", "int", "str", "bool", "choice", "gpu", "model", "format", "provider", "scenario", "currency")
 NAME_KINDS = ("gpu", "model", "format", "provider", "scenario", "currency")
+_NAME_RANGES = {"gpu": "a card name or id in gpus.csv", "model": "a model name or id in models.csv",
+                "format": "a format id in quant_formats.csv", "provider": "a provider in cloud_offers.csv",
+                "scenario": "a preset name or a scenario file", "currency": "a currency code in fx.csv"}
 #: suffixes a number typed as text may carry (tokens, parameters): 32k, 500M, 1.5G, 2T
 SUFFIX = {"k": 1e3, "m": 1e6, "g": 1e9, "b": 1e9, "t": 1e12}
 _NUM_RE = re.compile(r"^\s*([-+]?(?:\d[\d,_]*\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*([kKmMgGbBtT]?)\s*$")
@@ -104,6 +107,8 @@ class Spec:
         hi = self.le if self.le is not None else self.lt
         if self.kind == "choice":
             return "one of " + ", ".join(map(str, self.choices))
+        if self.kind in NAME_KINDS:
+            return _NAME_RANGES[self.kind]
         if lo is not None and hi is not None and self.gt is None and self.lt is None:
             return f"between {_fmt(lo)} and {_fmt(hi)}{unit}"
         parts = []

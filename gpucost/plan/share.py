@@ -326,81 +326,104 @@ def plan_share(workloads: Sequence[Workload], gpu: str, mode: str = "time-slicin
     return _plan_shared_memory(workloads, names, gid, row, mode, latency_alone, namespace)
 
 
-def _plan_shared_memory(workloads, names, gid, row, mode, latency_alone, namespace) -> SharePlan:
-    vram = float(row["vram_gib"])
+@dataclass
+class _Bin:
+    """One card being filled: its memory and utilization so far, the workloads on it, whether it is kept
+    for one latency-sensitive workload."""
+
+    mem: float
+    util: float
+    items: list[int]
+    alone: bool
+
+    def takes(self, w: Workload, vram: float, max_clients: int) -> bool:
+        return (not self.alone and len(self.items) < max_clients and self.mem + w.mem_gib <= vram + 1e-9
+                and self.util + w.util_pct <= 100 + 1e-9)
+
+
+def _first_fit(workloads: Sequence[Workload], vram: float, mode: str, latency_alone: bool) -> list[_Bin]:
+    """First-fit decreasing by memory (then utilization) under the mode's client limit."""
     order = sorted(range(len(workloads)), key=lambda i: (-workloads[i].mem_gib, -workloads[i].util_pct, i))
-    card_mem: list[float] = []
-    card_util: list[float] = []
-    card_items: list[list[int]] = []
-    card_alone: list[bool] = []
     max_clients = MPS_MAX_CLIENTS if mode == "mps" else 10**9
+    bins: list[_Bin] = []
     for i in order:
         w = workloads[i]
         alone = latency_alone and mode == "time-slicing" and w.latency_sensitive
-        placed = False
-        if not alone:
-            for c in range(len(card_mem)):
-                if card_alone[c] or len(card_items[c]) >= max_clients:
-                    continue
-                if card_mem[c] + w.mem_gib <= vram + 1e-9 and card_util[c] + w.util_pct <= 100 + 1e-9:
-                    card_mem[c] += w.mem_gib
-                    card_util[c] += w.util_pct
-                    card_items[c].append(i)
-                    placed = True
-                    break
-        if not placed:
-            card_mem.append(w.mem_gib)
-            card_util.append(w.util_pct)
-            card_items.append([i])
-            card_alone.append(alone)
-    placements = []
-    cards = []
-    for c, items in enumerate(card_items):
-        for i in sorted(items):
-            w = workloads[i]
-            placements.append(Placement(i + 1, names[i], c, w.mem_gib, w.util_pct, w.latency_sensitive))
-        cards.append(CardLoad(c, tuple(i + 1 for i in sorted(items)), card_mem[c], card_util[c]))
-    placements.sort(key=lambda p: p.workload)
-    warnings, notes = [], []
+        home = None if alone else next((b for b in bins if b.takes(w, vram, max_clients)), None)
+        if home is None:
+            bins.append(_Bin(w.mem_gib, w.util_pct, [i], alone))
+        else:
+            home.mem += w.mem_gib
+            home.util += w.util_pct
+            home.items.append(i)
+    return bins
+
+
+def _mps_warnings(workloads: Sequence[Workload], names: list[str], cards: list[CardLoad]) -> list[str]:
+    out = []
+    for card in cards:
+        lat = [wid for wid in card.workloads if workloads[wid - 1].latency_sensitive]
+        if lat and len(card.workloads) > 1:
+            out.append(f"card {card.index}: latency-sensitive {', '.join(names[w - 1] for w in lat)} "
+                       "shares the SMs and memory bandwidth under MPS with no isolation; not advisable "
+                       "for a latency target (use MIG or a card of its own)")
+    return out
+
+
+def _mode_notes(mode: str, workloads: Sequence[Workload], latency_alone: bool) -> list[str]:
+    if mode != "time-slicing":
+        return ["MPS runs the clients at once on the SMs; no fault isolation (a fatal error in one "
+                "client affects all clients of the card)"]
+    notes = []
+    if latency_alone and any(w.latency_sensitive for w in workloads):
+        notes.append("latency-sensitive workloads get a card of their own: time-slicing runs workloads "
+                     "in turns, so a request can wait for the other workloads' time slices")
+    notes.append("time-slicing gives no memory or fault isolation: one workload that runs out of memory "
+                 "or crashes the context affects the others on its card")
+    return notes
+
+
+def _sharing_configs(mode: str, replicas: int, vram: float, workloads: Sequence[Workload], names: list[str],
+                     namespace: str, notes: list[str], warnings: list[str]) -> list[tuple[str, str]]:
+    """The device plugin's sharing ConfigMap when a card runs two or more workloads (and its MPS limits)."""
+    if replicas < 2:
+        notes.append("no card runs more than one workload: no sharing config is needed")
+        return []
+    if mode == "mps":
+        per = vram / replicas
+        notes.append(f"the device plugin's MPS sharing gives each of the {replicas} replicas 1/{replicas} "
+                     f"of the card's memory ({per:.1f} GiB)")
+        big = [names[i] for i, w in enumerate(workloads) if w.mem_gib > per + 1e-9]
+        if big:
+            warnings.append(f"{', '.join(big)} need more than {per:.1f} GiB, the per-replica "
+                            "memory limit of the device plugin's MPS sharing: run MPS outside Kubernetes "
+                            "or give them cards of their own")
+    return [("k8s_configmap", k8s_sharing_configmap(replicas, mode, namespace=namespace))]
+
+
+def _plan_shared_memory(workloads, names, gid, row, mode, latency_alone, namespace) -> SharePlan:
+    vram = float(row["vram_gib"])
+    bins = _first_fit(workloads, vram, mode, latency_alone)
+    placements = sorted((Placement(i + 1, names[i], c, workloads[i].mem_gib, workloads[i].util_pct,
+                                   workloads[i].latency_sensitive)
+                         for c, b in enumerate(bins) for i in b.items), key=lambda p: p.workload)
+    cards = [CardLoad(c, tuple(i + 1 for i in sorted(b.items)), b.mem, b.util) for c, b in enumerate(bins)]
     n = len(workloads)
+    notes: list[str] = []
     ok, why = fit_together(workloads, vram, mode)
     if not ok and n > 1:
         notes.append(f"not all {n} workloads on one {row['name']}: {why}")
-    if mode == "time-slicing":
-        if latency_alone and any(w.latency_sensitive for w in workloads):
-            notes.append("latency-sensitive workloads get a card of their own: time-slicing runs workloads "
-                         "in turns, so a request can wait for the other workloads' time slices")
-        notes.append("time-slicing gives no memory or fault isolation: one workload that runs out of memory "
-                     "or crashes the context affects the others on its card")
-    else:
-        notes.append("MPS runs the clients at once on the SMs; no fault isolation (a fatal error in one "
-                     "client affects all clients of the card)")
-        for card in cards:
-            lat = [wid for wid in card.workloads if workloads[wid - 1].latency_sensitive]
-            if lat and len(card.workloads) > 1:
-                warnings.append(f"card {card.index}: latency-sensitive {', '.join(names[w - 1] for w in lat)} "
-                                "shares the SMs and memory bandwidth under MPS with no isolation; not advisable "
-                                "for a latency target (use MIG or a card of its own)")
-    replicas = max(len(c.workloads) for c in cards)
-    configs = []
-    if replicas >= 2:
-        configs.append(("k8s_configmap", k8s_sharing_configmap(replicas, mode, namespace=namespace)))
-        if mode == "mps":
-            notes.append(f"the device plugin's MPS sharing gives each of the {replicas} replicas 1/{replicas} "
-                         f"of the card's memory ({vram / replicas:.1f} GiB)")
-            big = [names[i] for i, w in enumerate(workloads) if w.mem_gib > vram / replicas + 1e-9]
-            if big:
-                warnings.append(f"{', '.join(big)} need more than {vram / replicas:.1f} GiB, the per-replica "
-                                "memory limit of the device plugin's MPS sharing: run MPS outside Kubernetes "
-                                "or give them cards of their own")
-    else:
-        notes.append("no card runs more than one workload: no sharing config is needed")
+    notes += _mode_notes(mode, workloads, latency_alone)
+    warnings = _mps_warnings(workloads, names, cards) if mode == "mps" else []
+    configs = _sharing_configs(mode, max(len(c.workloads) for c in cards), vram, workloads, names, namespace,
+                               notes, warnings)
     util_total = sum(w.util_pct for w in workloads)
     return SharePlan(gid, str(row["name"]), vram, mode, len(cards), n, tuple(placements), tuple(cards),
                      util_total / len(cards), util_total / n, tuple(warnings), tuple(notes), tuple(configs))
 
 
-def _plan_mig(workloads, names, gid, row, catalog, namespace) -> SharePlan:
+def _mig_profiles_for(workloads, names, gid, row, catalog) -> list[MigProfile]:
+    """The smallest MIG profile each workload fits (raises for one that fits none)."""
     profiles = mig_profiles(gid, catalog)
     chosen: list[MigProfile] = []
     for i, w in enumerate(workloads):
@@ -411,38 +434,57 @@ def _plan_mig(workloads, names, gid, row, catalog, namespace) -> SharePlan:
                                f"profile of {row['name']}; the largest is {big.profile} ({big.memory_gib:.1f} GiB, "
                                f"{big.compute_slices}/{big.compute_slices_total} of the compute): use a whole card")
         chosen.append(p)
-    order = sorted(range(len(workloads)), key=lambda i: (-chosen[i].memory_slices, -chosen[i].compute_slices, i))
+    return chosen
+
+
+def _mig_first_fit(chosen: list[MigProfile]) -> list[list[int]]:
+    """First-fit decreasing of the instances onto cards, each card's set checked for a valid layout."""
+    order = sorted(range(len(chosen)), key=lambda i: (-chosen[i].memory_slices, -chosen[i].compute_slices, i))
     card_items: list[list[int]] = []
     for i in order:
-        for items in card_items:
-            cand = tuple(sorted([chosen[j] for j in items] + [chosen[i]], key=_profile_key))
-            if mig_layout(cand) is not None:
-                items.append(i)
-                break
-        else:
+        home = next((items for items in card_items
+                     if mig_layout(tuple(sorted([chosen[j] for j in items] + [chosen[i]], key=_profile_key)))
+                     is not None), None)
+        if home is None:
             card_items.append([i])
-    placements, cards = [], []
-    for c, items in enumerate(card_items):
-        items_sorted = sorted(items, key=lambda j: _profile_key(chosen[j]))
-        starts = mig_layout(tuple(chosen[j] for j in items_sorted))
-        assert starts is not None
-        inst = []
-        for j, s in zip(items_sorted, starts, strict=True):
-            w = workloads[j]
-            placements.append(Placement(j + 1, names[j], c, w.mem_gib, w.util_pct, w.latency_sensitive,
-                                        chosen[j].profile, s))
-            inst.append((chosen[j].profile, s))
-        cards.append(CardLoad(c, tuple(sorted(j + 1 for j in items)),
-                              sum(workloads[j].mem_gib for j in items), sum(workloads[j].util_pct for j in items),
-                              tuple(sorted(inst, key=lambda x: x[1]))))
+        else:
+            home.append(i)
+    return card_items
+
+
+def _mig_card(c: int, items: list[int], chosen: list[MigProfile], workloads, names,
+              placements: list[Placement]) -> CardLoad:
+    """Card ``c`` with its instances at their start slices (and the placements it adds)."""
+    items_sorted = sorted(items, key=lambda j: _profile_key(chosen[j]))
+    starts = mig_layout(tuple(chosen[j] for j in items_sorted))
+    assert starts is not None
+    inst = []
+    for j, start in zip(items_sorted, starts, strict=True):
+        w = workloads[j]
+        placements.append(Placement(j + 1, names[j], c, w.mem_gib, w.util_pct, w.latency_sensitive,
+                                    chosen[j].profile, start))
+        inst.append((chosen[j].profile, start))
+    return CardLoad(c, tuple(sorted(j + 1 for j in items)), sum(workloads[j].mem_gib for j in items),
+                    sum(workloads[j].util_pct for j in items), tuple(sorted(inst, key=lambda x: x[1])))
+
+
+_MIG_NOTES = ("MIG partitions memory and SMs: each instance is isolated (memory, cache, faults), so "
+              "latency-sensitive workloads may share the card",
+              "profile memory is the GB in its name (nvidia-smi reports slightly more usable memory)",
+              "mig-parted device indices are per node; a plan of more cards than a node holds spreads over nodes",
+              "the profile tables are NVIDIA's MIG User Guide's (data/mig_profiles.csv, with sources)")
+
+
+def _plan_mig(workloads, names, gid, row, catalog, namespace) -> SharePlan:
+    chosen = _mig_profiles_for(workloads, names, gid, row, catalog)
+    placements: list[Placement] = []
+    cards = [_mig_card(c, items, chosen, workloads, names, placements)
+             for c, items in enumerate(_mig_first_fit(chosen))]
     placements.sort(key=lambda p: p.workload)
-    notes = ["MIG partitions memory and SMs: each instance is isolated (memory, cache, faults), so "
-             "latency-sensitive workloads may share the card",
-             "profile memory is the GB in its name (nvidia-smi reports slightly more usable memory)",
-             "mig-parted device indices are per node; a plan of more cards than a node holds spreads over nodes",
-             "the profile tables are NVIDIA's MIG User Guide's (data/mig_profiles.csv, with sources)"]
-    if len({tuple(sorted(c.instances)) for c in cards}) > 1 or any(len(set(p for p, _ in c.instances)) > 1
-                                                                   for c in cards):
+    notes = list(_MIG_NOTES)
+    mixed = len({tuple(sorted(c.instances)) for c in cards}) > 1 or any(len({p for p, _ in c.instances}) > 1
+                                                                         for c in cards)
+    if mixed:
         notes.append("different profiles on a node: deploy the device plugin with migStrategy 'mixed'")
     parted = mig_parted_config(cards)
     configs = (("mig_parted", parted), ("k8s_configmap", mig_configmap(parted, namespace=namespace)))

@@ -1,0 +1,114 @@
+"""Regenerate the README's computed tables from the code and the bundled data, or check they are current.
+
+Usage (repo root): .venv/bin/python tools/readme_tables.py [--check]
+
+Each table sits between ``<!-- generated:NAME -->`` and ``<!-- /generated:NAME -->``; ``--check`` exits 1
+naming the tables that differ (tests/test_readme.py runs it), without it the README is rewritten.
+Tables: ``defaults`` (gpucost.specs.SPECS, shared by the CLI and the pages), ``data`` (rows per bundled
+table), ``errors`` (the estimators' measured error, gpucost.validation), ``claims`` (gpucost claims).
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+
+
+def _cell(text: object) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def defaults_table() -> str:
+    from gpucost.specs import DEFAULTS, SPECS
+
+    lines = ["| setting | default | allowed | used by |", "| --- | --- | --- | --- |"]
+    for name in DEFAULTS.__dataclass_fields__:
+        s = SPECS[name]
+        number = isinstance(s.default, (int, float)) and not isinstance(s.default, bool)
+        value = f"{s.default:g}" + (f" {s.unit}" if s.unit else "") if number else str(s.default)
+        lines.append(f"| `{name}` | {value} | {_cell(s.range_text())} | {_cell(s.help)} |")
+    return "\n".join(lines)
+
+
+def data_table() -> str:
+    from gpucost.catalog import Catalog
+
+    cat = Catalog()
+    what = _DATA_WHAT
+    lines = ["| table | rows | oldest / newest `as_of` | what |", "| --- | ---: | --- | --- |"]
+    for name, text in what.items():
+        t = cat.table(name)
+        dates = t["as_of"].astype(str) if "as_of" in t.columns else None
+        span = f"{dates.min()} / {dates.max()}" if dates is not None and len(dates) else "—"
+        lines.append(f"| `{name}.csv` | {len(t)} | {span} | {text} |")
+    return "\n".join(lines)
+
+
+_DATA_WHAT = {
+    "gpus": "NVIDIA GeForce, workstation and data-centre cards, AMD Radeon/Instinct, Intel Gaudi: memory, "
+            "bandwidth, dense FP32/FP16/BF16/FP8/INT8 throughput (GeForce: FP32 accumulate), TDP, links, MIG, "
+            "form factor and host type, NVML names",
+    "prices": "street prices new and used, USD and CNY, with the channel (MSRP, retail, marketplace, news report)",
+    "cloud_offers": "on-demand, spot and 1-year/3-year reserved prices per instance (SkyPilot column names)",
+    "fx": "exchange rates (ECB reference rates)",
+    "models": "open models' architecture from their `config.json`",
+    "quant_formats": "effective bits per weight, hardware needs and published perplexity loss",
+    "benchmarks": "published measurements the estimators are judged against",
+}
+
+
+def errors_table() -> str:
+    from gpucost.validation import markdown_table, summary, validate
+
+    return markdown_table(summary(validate()))
+
+
+def claims_table() -> str:
+    from gpucost.catalog import Catalog
+    from gpucost.claims import evaluate_all
+
+    lines = ["| claim | verdict | condition |", "| --- | --- | --- |"]
+    for r in evaluate_all(Catalog()):
+        d = r.to_dict()
+        lines.append(f"| {_cell(d['claim'])} | {d['verdict']} | {_cell(d['condition'])} |")
+    return "\n".join(lines)
+
+
+TABLES: dict[str, Callable[[], str]] = {"defaults": defaults_table, "data": data_table,
+                                        "errors": errors_table, "claims": claims_table}
+
+
+def render(text: str) -> tuple[str, list[str]]:
+    """``text`` with every generated table replaced; and the names of those that changed."""
+    changed = []
+    for name, make in TABLES.items():
+        pat = re.compile(rf"(<!-- generated:{name} -->\n)(.*?)(<!-- /generated:{name} -->)", re.S)
+        m = pat.search(text)
+        if m is None:
+            raise SystemExit(f"README.md: no <!-- generated:{name} --> block")
+        body = make() + "\n"
+        if m.group(2) != body:
+            changed.append(name)
+            text = text[:m.start(2)] + body + text[m.end(2):]
+    return text, changed
+
+
+def main(argv: list[str]) -> int:
+    new, changed = render(README.read_text(encoding="utf-8"))
+    if "--check" in argv:
+        if changed:
+            print(f"README.md is out of date: {', '.join(changed)} (run tools/readme_tables.py)")
+            return 1
+        return 0
+    README.write_text(new, encoding="utf-8")
+    print(f"rewrote: {', '.join(changed) or 'nothing (all current)'}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
