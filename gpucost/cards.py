@@ -21,6 +21,7 @@ import pandas as pd
 
 from gpucost.catalog import Catalog, derived
 from gpucost.errors import GpucostError, UnknownNameError
+from gpucost.i18n import Message
 from gpucost.pricing import card_table
 from gpucost.serialize import Record
 
@@ -32,6 +33,10 @@ PRECISION_COLUMN = {
 #: precision → the minimum NVIDIA compute capability for its tensor-core math (DESIGN.md, CUDA docs)
 MIN_COMPUTE_CAPABILITY = {"bf16": 8.0, "fp8": 8.9}
 PRICE_BASES = ("new", "used", "cloud")
+#: where a card runs (gpus.csv host_type): "pc" — a PCIe card for a desktop or workstation you build;
+#: "server" — a PCIe server, an SXM/OAM module on an 8-way baseboard, or a rack system
+HOST_GROUPS = {"any": (), "pc": ("desktop", "workstation"),
+               "server": ("pcie_server", "baseboard_server", "rack")}
 METRICS = ("tflops_per_1k", "gbps_per_1k", "vram_per_1k", "tflops_per_watt")
 SORTABLE = METRICS + ("vram_gib", "mem_bandwidth_gbps", "fp32_tflops", "fp16_tflops", "bf16_tflops",
                       "fp8_tflops", "int8_tops", "tdp_w", "price", "price_new", "price_used",
@@ -52,6 +57,7 @@ class Need:
     currency     : str    display currency (ISO code in fx.csv)
     vendors      : tuple  vendor names to keep (empty: all)
     segments     : tuple  consumer / workstation / datacenter to keep (empty: all)
+    host         : str    any | pc | server (:data:`HOST_GROUPS`)
     """
 
     min_vram_gib: float = 0.0
@@ -61,8 +67,11 @@ class Need:
     currency: str = "USD"
     vendors: tuple[str, ...] = ()
     segments: tuple[str, ...] = ()
+    host: str = "any"
 
     def check(self) -> None:
+        if self.host not in HOST_GROUPS:
+            raise UnknownNameError("host", self.host, HOST_GROUPS)
         if self.precision not in PRECISION_COLUMN:
             raise UnknownNameError("precision", self.precision, PRECISION_COLUMN)
         if self.price_basis not in PRICE_BASES:
@@ -95,7 +104,9 @@ class CardScore(Record):
     on_frontier: bool
     price_source: str
     price_as_of: str
-    warnings: tuple[str, ...] = ()
+    warnings: tuple[Message, ...] = ()
+    form_factor: str = ""
+    host_type: str = ""
 
 
 
@@ -138,34 +149,32 @@ def reference_70b_4bit_gib(catalog: Catalog) -> float | None:
     return derived((models, quants), "reference_70b_4bit_gib", build)
 
 
-def card_warnings(row, need: Need, big_model_gib: float | None) -> tuple[str, ...]:
-    """Warnings that matter when choosing this card."""
-    w: list[str] = []
+def card_warnings(row, need: Need, big_model_gib: float | None) -> tuple[Message, ...]:
+    """Warnings that matter when choosing this card (sentences of locales/*/messages.json)."""
+    w: list[Message] = []
     nvlink = row.get("nvlink_gbps")
     no_link = nvlink is None or (isinstance(nvlink, float) and math.isnan(nvlink))
+    if row.get("form_factor") in ("sxm", "oam", "superchip"):
+        w.append(Message("cw_module", form=Message(f"form_{row['form_factor']}"),
+                         host=Message("host_rack" if row.get("host_type") == "rack" else "host_baseboard_server")))
     if row["vendor"] == "NVIDIA" and row["segment"] == "consumer":
-        w.append("GeForce: no MIG" + (", no NVLink: multi-card traffic goes over PCIe" if no_link else "")
-                 + "; datacenter use is excluded by the GeForce driver licence")
+        w.append(Message("cw_geforce", nolink=Message("cw_geforce_nolink") if no_link else ""))
     elif no_link and row["segment"] != "consumer":
-        w.append("no NVLink-class link: multi-card training scales over PCIe")
+        w.append(Message("cw_no_link"))
     cc = row.get("compute_capability")
     if row["vendor"] == "NVIDIA" and cc == cc and cc is not None:
         if cc < MIN_COMPUTE_CAPABILITY["fp8"]:
-            w.append(f"no FP8 tensor cores (compute capability {cc:g} < 8.9)")
+            w.append(Message("cw_no_fp8", cc=f"{cc:g}"))
         if cc < MIN_COMPUTE_CAPABILITY["bf16"]:
-            w.append(f"no BF16 (compute capability {cc:g} < 8.0): train in FP16 with loss scaling")
+            w.append(Message("cw_no_bf16", cc=f"{cc:g}"))
     if row["vendor"] == "AMD":
-        w.append("AMD: needs ROCm support in your framework and engine (PyTorch ROCm build, vLLM ROCm, "
-                 "llama.cpp HIP/Vulkan); check before buying")
+        w.append(Message("cw_amd"))
     if row["vendor"] in ("Intel", "Huawei"):
-        w.append(f"{row['vendor']}: needs its own software stack (Gaudi: SynapseAI; Ascend: CANN)")
+        w.append(Message("cw_own_stack", vendor=row["vendor"]))
     if big_model_gib is not None and row["vram_gib"] < big_model_gib:
-        n = math.ceil(big_model_gib / row["vram_gib"])
-        w.append(f"too small for a 70B model on one card: its weights alone take {big_model_gib:.1f} GiB "
-                 f"even at 4 bits (Q4_K_M) — at least {n} cards, before the KV cache")
+        w.append(Message("cw_small_70b", gib=f"{big_model_gib:.1f}", n=math.ceil(big_model_gib / row["vram_gib"])))
     if row["segment"] in ("consumer", "workstation"):
-        w.append(f"multi-card desktop: 2 cards draw {2 * row['tdp_w']:.0f} W and 4 draw "
-                 f"{4 * row['tdp_w']:.0f} W before the host; size the PSU, circuit and airflow")
+        w.append(Message("cw_desktop_power", w2=f"{2 * row['tdp_w']:.0f}", w4=f"{4 * row['tdp_w']:.0f}"))
     return tuple(w)
 
 
@@ -204,17 +213,20 @@ def rank_cards(need: Need, catalog: Catalog | None = None, *, table: pd.DataFram
     vendor = t["vendor"].to_numpy()
     if need.vendors:
         exclude(~np.isin(np.char.lower(vendor.astype(str)), [v.lower() for v in need.vendors]),
-                "vendor not selected")
+                Message("cx_vendor"))
     if need.segments:
-        exclude(~np.isin(t["segment"].to_numpy(), list(need.segments)), "segment not selected")
+        exclude(~np.isin(t["segment"].to_numpy(), list(need.segments)), Message("cx_segment"))
+    if need.host != "any":
+        exclude(~np.isin(t["host_type"].to_numpy(), list(HOST_GROUPS[need.host])),
+                Message("cx_server_only" if need.host == "pc" else "cx_pc_card"))
     vram = t["vram_gib"].to_numpy(float)
     perf_all = t[perf_col].to_numpy(float)
     price_all = t[price_col].to_numpy(float)
-    exclude(vram < need.min_vram_gib, f"less than {need.min_vram_gib:g} GiB of memory")
-    exclude(np.isnan(perf_all), f"no dense {need.precision.upper()} figure (unsupported)")
-    exclude(np.isnan(price_all), f"no {need.price_basis} price in the catalog")
+    exclude(vram < need.min_vram_gib, Message("cx_vram", gib=f"{need.min_vram_gib:g}"))
+    exclude(np.isnan(perf_all), Message("cx_no_precision", prec=need.precision.upper()))
+    exclude(np.isnan(price_all), Message(f"cx_no_price_{need.price_basis}"))
     if need.budget is not None:
-        exclude(price_all > need.budget, f"over the budget of {need.budget:g} {need.currency}")
+        exclude(price_all > need.budget, Message("cx_budget", budget=f"{need.budget:g}", cur=need.currency))
 
     idx = np.flatnonzero(reasons == "")
     price, perf = price_all[idx], perf_all[idx]
@@ -253,7 +265,8 @@ def rank_cards(need: Need, catalog: Catalog | None = None, *, table: pd.DataFram
             gbps_per_1k=float(metrics["gbps_per_1k"][j]), vram_per_1k=float(metrics["vram_per_1k"][j]),
             tflops_per_watt=float(metrics["tflops_per_watt"][j]), on_frontier=bool(frontier[j]),
             price_source=str(r[src_col]), price_as_of=str(r[asof_col]),
-            warnings=card_warnings(r, need, big)))
+            warnings=card_warnings(r, need, big), form_factor=str(r.get("form_factor") or ""),
+            host_type=str(r.get("host_type") or "")))
     excluded = tuple((str(i), str(why)) for i, why in zip(t["id"], reasons, strict=True) if why)
     return Ranking(need=need, cards=tuple(cards), excluded=excluded, sort_by=sort_by)
 

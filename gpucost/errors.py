@@ -28,6 +28,15 @@ class DataError(GpucostError):
         super().__init__(f"{prefix}: {message}" if prefix else message)
 
 
+class SpecError(GpucostError):
+    """A value outside its input spec. ``reason`` says how (number, whole, range, choice, required,
+    finite, bool), so a page can say it in its own language; ``str()`` is the CLI's English line."""
+
+    def __init__(self, message: str, *, reason: str, value: object = None) -> None:
+        self.reason, self.value = reason, value
+        super().__init__(message)
+
+
 class UnknownNameError(GpucostError):
     """A name (GPU, model, format, table, scenario) that is not in the catalog."""
 

@@ -34,3 +34,32 @@ def t(key: str, lang: str = "en", **fmt) -> str:
     """The text of ``key`` in ``lang``, formatted with ``fmt``."""
     text = strings(lang)[key]
     return text.format(**fmt) if fmt else text
+
+
+class Message(str):
+    """A sentence an engine says (a note, a warning): its English text — what the CLI prints and JSON
+    holds — with its locale ``key`` and ``params`` kept, so a page renders it in its own language
+    (:func:`localize`). Parameters may be Messages themselves."""
+
+    key: str
+    params: dict
+
+    def __new__(cls, key: str, **params) -> Message:
+        obj = super().__new__(cls, t(key, "en", **{k: str(v) for k, v in params.items()}))
+        obj.key, obj.params = key, params
+        return obj
+
+    def render(self, lang: str) -> str:
+        return t(self.key, lang, **{k: localize(v, lang) for k, v in self.params.items()})
+
+    def __reduce__(self):  # pickles (multiprocessing, caches) as the message it is
+        return (_message, (self.key, self.params))
+
+
+def _message(key: str, params: dict) -> Message:
+    return Message(key, **params)
+
+
+def localize(text, lang: str):
+    """``text`` in ``lang`` when it is a :class:`Message`; anything else unchanged."""
+    return text.render(lang) if isinstance(text, Message) else text

@@ -34,6 +34,7 @@ import pandas as pd
 
 from gpucost.catalog import Catalog
 from gpucost.errors import GpucostError, UnknownNameError
+from gpucost.i18n import Message
 from gpucost.memory_profiles import (  # noqa: F401 (part of this module's API)
     ACT_BYTES,
     CUDA_CONTEXT_GIB,
@@ -509,31 +510,27 @@ def estimate(spec: ModelSpec, fmt: QuantFormat, setup: Setup | None = None, **kw
     """Memory per GPU (and in CPU RAM / on NVMe) for ``spec`` in ``fmt`` under ``setup``."""
     s = check_setup(spec, fmt, replace(setup or Setup(), **kw))
     a = _arrays([(spec, fmt)])
-    notes: list[str] = []
+    notes: list[Message] = []
     trainable = 0.0
     if s.is_training:
         trainable = spec.params_total if s.mode == "full" else lora_trainable_params(spec, s.lora_rank, s.lora_targets)
         b = _training_bytes(a, s.gpus // s.model_parallel, s, trainable, fmt.is_quantized)
         opt = s.optimizer or ("paged-adamw" if s.mode == "qlora" else "adamw")
         if OPTIMIZERS[opt].paged:
-            notes.append("paged optimizer: its states are counted in CPU RAM (they stay on the GPU while it "
-                         "has room)")
+            notes.append(Message("mn_paged"))
         if s.offload == "nvme":
-            notes.append("NVMe offload also needs DeepSpeed's pinned CPU staging buffers (not counted)")
+            notes.append(Message("mn_nvme_buffers"))
     else:
         prof = ENGINE_PROFILES[s.engine]
         b = _inference_bytes(a, s.gpus, s, prof)
         if spec.is_llm and spec.max_context and s.context > spec.max_context:
-            notes.append(f"context {s.context} exceeds the model's max_position_embeddings {spec.max_context}")
+            notes.append(Message("mn_context_over", context=s.context, max=spec.max_context))
         if prof.preallocate == "total":
-            notes.append(f"vLLM reserves gpu_memory_utilization = {prof.preallocate_fraction:g} of each card "
-                         "and fills what is left with KV-cache blocks; the total here is what it needs")
+            notes.append(Message("mn_vllm", fraction=f"{prof.preallocate_fraction:g}"))
         if prof.preallocate == "free":
-            notes.append(f"TensorRT-LLM takes free_gpu_memory_fraction = {prof.preallocate_fraction:g} of the "
-                         "memory left after weights for its KV pool; the total here is what it needs")
+            notes.append(Message("mn_trtllm", fraction=f"{prof.preallocate_fraction:g}"))
         if not spec.is_llm:
-            notes.append("diffusion: weights of every component plus an activation allowance for the VAE "
-                         "decoder at full resolution (no KV cache)")
+            notes.append(Message("mn_diffusion"))
     bd = Breakdown(**{k: float(b[k].reshape(-1)[0]) / GIB for k in
                       ("weights", "kv_cache", "activations", "gradients", "optimizer", "overhead")})
     return Estimate(model=spec.id, quant=fmt.id, setup=s, per_gpu=bd, cpu_gib=float(b["cpu"].reshape(-1)[0]) / GIB,

@@ -27,30 +27,19 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from gpucost.i18n import Message
 from gpucost.serialize import Record
 
 MIB = 2**20
 
-#: hints for the errors nvmlInit gives when it cannot start (error class name → (reason, hint))
-INIT_ERRORS: dict[str, tuple[str, str]] = {
-    "NVMLError_LibraryNotFound": (
-        "no NVIDIA driver on this machine (NVML shared library libnvidia-ml not found)",
-        "Install the NVIDIA driver so that `nvidia-smi` works; in a container, start it with the NVIDIA "
-        "container toolkit (docker run --gpus all). A machine without an NVIDIA GPU has nothing to probe."),
-    "NVMLError_DriverNotLoaded": (
-        "the NVIDIA driver is installed but not loaded",
-        "Load the kernel module (reboot after installing or updating the driver) and check `nvidia-smi`."),
-    "NVMLError_LibRmVersionMismatch": (
-        "the NVIDIA driver library and kernel module have different versions",
-        "Reboot after the driver update (or reload the nvidia kernel modules)."),
-    "NVMLError_NoPermission": (
-        "no permission to open the NVIDIA devices",
-        "Check the permissions of /dev/nvidia* (or run as a user in the video group)."),
-}
-NOT_INSTALLED = ("the nvidia-ml-py package (import name pynvml) is not installed",
-                 "pip install nvidia-ml-py")
-NO_DEVICES = ("NVML started but found no NVIDIA GPU (device count 0)",
-              "Check `nvidia-smi -L`; in a container, expose the GPUs (docker run --gpus all).")
+#: why NVML did not start, and what to do (error class name → (reason, hint)); sentences of
+#: locales/*/messages.json (English in the CLI's JSON, the page's language on page 04)
+INIT_ERRORS: dict[str, tuple[Message, Message]] = {
+    name: (Message(f"pr_{key}"), Message(f"ph_{key}")) for name, key in (
+        ("NVMLError_LibraryNotFound", "lib_not_found"), ("NVMLError_DriverNotLoaded", "driver_not_loaded"),
+        ("NVMLError_LibRmVersionMismatch", "version_mismatch"), ("NVMLError_NoPermission", "no_permission"))}
+NOT_INSTALLED = (Message("pr_not_installed"), Message("ph_not_installed"))
+NO_DEVICES = (Message("pr_no_devices"), Message("ph_no_devices"))
 
 
 # --------------------------------------------------------------------------------------------------
@@ -229,11 +218,11 @@ def _start() -> tuple[Any, tuple[str, str] | None]:
     try:
         nvml.nvmlInit()
     except nvml.NVMLError as exc:
-        reason, hint = INIT_ERRORS.get(type(exc).__name__, (f"NVML could not start: {exc}",
-                                                            "Check that `nvidia-smi` works."))
-        return None, (f"{reason} [{type(exc).__name__}: {exc}]", hint)
+        reason, hint = INIT_ERRORS.get(type(exc).__name__, (Message("pr_init_failed", error=str(exc)),
+                                                            Message("ph_init_failed")))
+        return None, (Message("pr_detail", reason=reason, detail=f"{type(exc).__name__}: {exc}"), hint)
     except Exception as exc:  # noqa: BLE001 - an OSError from dlopen and the like: still an answer
-        return None, (f"NVML could not start: {type(exc).__name__}: {exc}", "Check that `nvidia-smi` works.")
+        return None, (Message("pr_init_failed", error=f"{type(exc).__name__}: {exc}"), Message("ph_init_failed"))
     _STATE.started = nvml
     _STATE.handles = {}
     r = _Reader(nvml)

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from gpucost.errors import GpucostError, closest
+from gpucost.errors import SpecError, closest
 
 if TYPE_CHECKING:  # pydantic is imported when a value is first checked (the CLI's --help stays fast)
     from pydantic import TypeAdapter, ValidationError
@@ -30,24 +30,37 @@ if TYPE_CHECKING:  # pydantic is imported when a value is first checked (the CLI
 #: the catalog by the caller: gpu, model, format, provider, scenario, currency (validated as text here).
 KINDS = ("float", "int", "str", "bool", "choice", "gpu", "model", "format", "provider", "scenario", "currency")
 NAME_KINDS = ("gpu", "model", "format", "provider", "scenario", "currency")
-_NAME_RANGES = {"gpu": "a card name or id in gpus.csv", "model": "a model name or id in models.csv",
-                "format": "a format id in quant_formats.csv", "provider": "a provider in cloud_offers.csv",
-                "scenario": "a preset name or a scenario file", "currency": "a currency code in fx.csv"}
-#: suffixes a number typed as text may carry (tokens, parameters): 32k, 500M, 1.5G, 2T
+#: suffixes a number typed as text may carry (tokens, parameters): 32k, 500M, 1.5G, 2T — decimal in
+#: either case (``suffixes=True``)
 SUFFIX = {"k": 1e3, "m": 1e6, "g": 1e9, "b": 1e9, "t": 1e12}
+#: context lengths (``suffixes="context"``) read as vLLM's --max-model-len does: lowercase decimal,
+#: uppercase binary — 1k = 1000, 1K = 1024, 32K = 32768 (vLLM ModelConfig.max_model_len: "supports
+#: k/m/g/K/M/G in human-readable format. Examples: 1k -> 1000, 1K -> 1024, 25.6k -> 25,600")
+BINARY_SUFFIX = {"K": 2.0**10, "M": 2.0**20, "G": 2.0**30}
 _NUM_RE = re.compile(r"^\s*([-+]?(?:\d[\d,_]*\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*([kKmMgGbBtT]?)\s*$")
 _TRUE = {"1", "true", "yes", "y", "on", "t"}
 _FALSE = {"0", "false", "no", "n", "off", "f"}
 
 
-def parse_number(text: str, *, suffixes: bool = True) -> float:
+def parse_number(text: str, *, suffixes: bool | str = True) -> float:
     """A number typed as text: ``4096``, ``1,000``, ``1e9``, and with ``suffixes`` ``32k``, ``500M``,
-    ``1.5G``. Raises ValueError."""
+    ``1.5G`` (``suffixes="context"``: ``32K`` = 32768, see :data:`BINARY_SUFFIX`). Raises ValueError."""
     m = _NUM_RE.match(str(text))
     if not m or (m.group(2) and not suffixes):
         raise ValueError(text)
     v = float(m.group(1).replace(",", "").replace("_", ""))
-    return v * SUFFIX[m.group(2).lower()] if m.group(2) else v
+    suffix = m.group(2)
+    if not suffix:
+        return v
+    if suffixes == "context" and suffix in BINARY_SUFFIX:
+        return v * BINARY_SUFFIX[suffix]
+    return v * SUFFIX[suffix.lower()]
+
+
+def _unit_keys(lang: str) -> set[str]:
+    from gpucost.i18n import strings
+
+    return {k for k in strings(lang) if k.startswith("unit_")}
 
 
 def _fmt(x: float) -> str:
@@ -69,7 +82,7 @@ class Spec:
     choices: tuple = ()
     step: float | None = None
     optional: bool = False
-    suffixes: bool = False
+    suffixes: bool | str = False     # True: 32k, 500M (decimal); "context": 32K = 32768 (vLLM's rule)
     help: str = field(default="", compare=False)
 
     def __post_init__(self) -> None:
@@ -100,27 +113,22 @@ class Spec:
 
         return TypeAdapter(self.annotation())
 
-    def range_text(self) -> str:
-        """The allowed range in words: "between 1 and 120 months", "greater than 0"."""
-        unit = f" {self.unit}" if self.unit and self.unit not in ("%",) else self.unit
-        lo = self.ge if self.ge is not None else self.gt
-        hi = self.le if self.le is not None else self.lt
+    def range_text(self, lang: str = "en") -> str:
+        """The allowed range in words: "between 1 and 120 months", "greater than 0" (in ``lang``)."""
+        from gpucost.i18n import t
+
         if self.kind == "choice":
-            return "one of " + ", ".join(map(str, self.choices))
+            return t("range_choice", lang, choices=", ".join(map(str, self.choices)))
         if self.kind in NAME_KINDS:
-            return _NAME_RANGES[self.kind]
-        if lo is not None and hi is not None and self.gt is None and self.lt is None:
-            return f"between {_fmt(lo)} and {_fmt(hi)}{unit}"
-        parts = []
-        if self.ge is not None:
-            parts.append(f"at least {_fmt(self.ge)}")
-        if self.gt is not None:
-            parts.append(f"greater than {_fmt(self.gt)}")
-        if self.le is not None:
-            parts.append(f"at most {_fmt(self.le)}")
-        if self.lt is not None:
-            parts.append(f"less than {_fmt(self.lt)}")
-        return (" and ".join(parts) + unit) if parts else "a number"
+            return t(f"range_name_{self.kind}", lang)
+        unit = t("unit_" + self.unit, lang) if self.unit and ("unit_" + self.unit) in _unit_keys(lang) \
+            else self.unit
+        unit = f" {unit}" if unit and unit != "%" else unit
+        if self.ge is not None and self.le is not None:
+            return t("range_between", lang, lo=_fmt(self.ge), hi=_fmt(self.le), unit=unit)
+        parts = [t(f"range_{op}", lang, v=_fmt(getattr(self, op))) for op in ("ge", "gt", "le", "lt")
+                 if getattr(self, op) is not None]
+        return (t("range_and", lang).join(parts) + unit) if parts else t("range_number", lang)
 
     def check(self, value: Any, where: str = "value") -> Any:
         """The value validated (and converted: "12" → 12 for numbers); GpucostError with one line naming
@@ -133,12 +141,12 @@ class Spec:
         if isinstance(value, str) and self.kind == "bool":
             low = value.strip().lower()
             if low not in _TRUE | _FALSE:
-                raise GpucostError(f"{where}: '{value}' is not true or false")
+                raise SpecError(f"{where}: '{value}' is not true or false", reason="bool", value=value)
             value = low in _TRUE
         if self.kind == "int" and isinstance(value, float) and math.isfinite(value) and value == int(value):
             value = int(value)
         if isinstance(value, bool) and self.kind in ("float", "int"):
-            raise GpucostError(f"{where}: {value} is not a number")
+            raise SpecError(f"{where}: {value} is not a number", reason="number", value=value)
         if isinstance(value, str) and self.kind not in ("choice", "bool"):
             value = value.strip()
         from pydantic import ValidationError
@@ -146,34 +154,36 @@ class Spec:
         try:
             return self.adapter.validate_python(value)
         except ValidationError as exc:
-            raise GpucostError(self._message(exc, original, where)) from None
+            message, reason = self._message(exc, original, where)
+            raise SpecError(message, reason=reason, value=original) from None
 
     def _number_text(self, text: str, where: str) -> float:
         try:
             return parse_number(text, suffixes=self.suffixes)
         except ValueError:
             hint = " (e.g. 4096, 32k, 1.5M)" if self.suffixes else ""
-            raise GpucostError(f"{where}: '{text}' is not a number{hint}") from None
+            raise SpecError(f"{where}: '{text}' is not a number{hint}", reason="number", value=text) from None
 
-    def _message(self, exc: ValidationError, value: Any, where: str) -> str:
+    def _message(self, exc: ValidationError, value: Any, where: str) -> tuple[str, str]:
+        """(the CLI's English line, the reason: choice, finite, whole, number, range, required, other)."""
         err = exc.errors()[0]
         typ = err.get("type", "")
         shown = repr(value) if isinstance(value, str) else (f"{value:g}" if isinstance(value, float) else value)
         if self.kind == "choice" or typ == "literal_error":
             hint = closest(str(value), [str(c) for c in self.choices], 1)
             return (f"{where}: {shown} is not one of {', '.join(map(str, self.choices))}"
-                    + (f" (closest: {hint[0]})" if hint else ""))
+                    + (f" (closest: {hint[0]})" if hint else "")), "choice"
         if typ in ("finite_number",):
-            return f"{where}: {shown} is not a finite number"
-        if typ.startswith(("int_", "float_")) and typ not in ("int_from_float",):
-            return f"{where}: {shown} is not {'a whole number' if self.kind == 'int' else 'a number'}"
-        if typ == "int_from_float":
-            return f"{where}: {shown} is not a whole number"
+            return f"{where}: {shown} is not a finite number", "finite"
+        if typ == "int_from_float" or (typ.startswith("int_") and self.kind == "int"):
+            return f"{where}: {shown} is not a whole number", "whole"
+        if typ.startswith(("int_", "float_")):
+            return f"{where}: {shown} is not a number", "number"
         if typ in ("greater_than", "greater_than_equal", "less_than", "less_than_equal"):
-            return f"{where}: {shown} must be {self.range_text()}"
+            return f"{where}: {shown} must be {self.range_text()}", "range"
         if typ == "string_too_short":
-            return f"{where}: a value is required"
-        return f"{where}: {shown} is not valid ({err.get('msg', typ)})"
+            return f"{where}: a value is required", "required"
+        return f"{where}: {shown} is not valid ({err.get('msg', typ)})", "other"
 
     def parse(self, text: str, where: str = "value") -> Any:
         """Text (a CLI flag, a text box) → a checked value."""
@@ -211,9 +221,9 @@ MAX_ELECTRICITY_PER_KWH = 1000.0
 MAX_TRAIN_TOKENS = 1e15
 
 SPECS: Mapping[str, Spec] = {
-    "context": Spec("int", 4096, ge=1, le=MAX_CONTEXT_TOKENS, unit="tokens", suffixes=True,
+    "context": Spec("int", 4096, ge=1, le=MAX_CONTEXT_TOKENS, unit="tokens", suffixes="context",
                     help="tokens per sequence: KV cache (inference) or sequence length (training)"),
-    "prompt": Spec("int", None, ge=1, le=MAX_CONTEXT_TOKENS, unit="tokens", suffixes=True, optional=True,
+    "prompt": Spec("int", None, ge=1, le=MAX_CONTEXT_TOKENS, unit="tokens", suffixes="context", optional=True,
                    help="prompt tokens processed in one pass (default: the whole context)"),
     "batch": Spec("int", 1, ge=1, le=65_536, unit="sequences", help="concurrent sequences / micro-batch"),
     "gpus": Spec("int", 1, ge=1, le=MAX_GPUS, unit="GPUs", help="number of cards"),
@@ -231,6 +241,8 @@ SPECS: Mapping[str, Spec] = {
     "utilization": Spec("float", 0.5, gt=0, le=1, step=0.05, help="share of the hours an owned card is busy"),
     "utilization_pct": Spec("float", 50.0, gt=0, le=100, unit="%", step=1,
                             help="share of the hours an owned card is busy [%]"),
+    "idle_for_min": Spec("float", 30.0, ge=0, le=10_080, unit="min", step=1,
+                         help="a GPU idle this long fires the idle policy (a week at most)"),
     "site": Spec("choice", "office", choices=("home", "office", "colocation"), help="where owned cards run"),
     "electricity_per_kwh": Spec("float", None, ge=0, le=MAX_ELECTRICITY_PER_KWH, unit="per kWh", optional=True,
                                 step=0.01, help="electricity price (default: the market's)"),

@@ -89,15 +89,18 @@ def test_card_choice_reacts_to_dropdown_slider_language_and_bad_value(server, pa
         " && document.querySelectorAll('.gc-table tbody tr').length > 0", timeout=30000)
     assert _first_row(page) != first or fp8_first != first
 
-    # a bad value: a negative budget shows a message next to the input, the page keeps working
+    # a bad value: a negative budget shows a message next to the input and greys the results as out of
+    # date; the page keeps working
     page.fill(".gc-budget input", "-5")
     page.press(".gc-budget input", "Enter")
-    page.wait_for_selector(".gc-budget-msg .gc-msg-error")
-    assert "budget" in page.inner_text(".gc-budget-msg")
+    page.wait_for_selector(".gc-field-bad .gc-field-msg .gc-msg-error")
+    assert "out of range" in page.inner_text(".gc-field-bad .gc-field-msg")
+    page.wait_for_selector(".gc-results.gc-stale")
+    assert "Out of date" in page.inner_text(".gc-status")
     assert_no_traceback(page)
     page.fill(".gc-budget input", "")
     page.press(".gc-budget input", "Enter")
-    page.wait_for_function("() => !document.querySelector('.gc-budget-msg .gc-msg-error')")
+    page.wait_for_function("() => !document.querySelector('.gc-field-bad') && !document.querySelector('.gc-stale')")
 
     # language: Chinese labels, CNY prices
     page.click(".gc-lang button:has-text('简体中文')")
@@ -151,7 +154,7 @@ def test_public_serving_hides_data_source_and_tracebacks(server):
 # page → (dropdown to change, result whose text must change, a text input and a bad value for it)
 INTERACT = {
     "02_quantization_fit.ipynb": (".gc-fit-model", ".gc-fit-summary", ".gc-fit-context input", "lots"),
-    "03_scenario_tco.ipynb": (".gc-tco-scenario", ".gc-summary", ".gc-tco-pue input", "0.2"),
+    "03_scenario_tco.ipynb": (".gc-tco-scenario", ".gc-summary", ".gc-tco-load input", "lots"),
     "05_sharing_and_scaling.ipynb": (".gc-plan-share-gpu", ".gc-results", ".gc-plan-workloads textarea",
                                      "twelve gigs please", "A100 40GB"),  # a MIG card for the MIG plan
 }
@@ -175,7 +178,8 @@ def test_page_reacts_to_a_dropdown_and_shows_a_bad_value_next_to_the_input(serve
     assert_no_traceback(page)
     page.fill(text_input, bad_value)
     page.press(text_input, "Tab") if "textarea" in text_input else page.press(text_input, "Enter")
-    page.wait_for_selector(".gc-inputs .gc-msg-error, .gc-status .gc-msg-error")
+    page.wait_for_selector(".gc-msg-error")
+    page.wait_for_selector(".gc-stale")  # the results that depend on it are marked out of date
     assert_no_traceback(page)
     shot(page, nb.replace(".ipynb", "-bad-value"))
 

@@ -4,6 +4,7 @@ with the csv module, arithmetic in the comments), and a changed input that shoul
 from __future__ import annotations
 
 import csv
+import html
 import json
 import math
 import statistics
@@ -495,13 +496,19 @@ def test_page_cards_flip_when_an_input_changes(cat):
                                                         "t4_cluster_price": "unsupported"}
     assert rec["charts"] == {"reserved_1y_saving": 2}
     util = page.cards["reserved_1y_saving"]["widgets"]["utilization_pct"]
-    util.value = 50.0
+    util.value = "50"
     assert page.results_by_id["reserved_1y_saving"].verdict == "overstated"
     assert "OVERSTATED" in page.cards["reserved_1y_saving"]["head"].value.upper()
-    util.value = -5.0  # shown next to the input and in the page, never a traceback
-    assert "utilization_pct" in page.error and "utilization_pct" in page.cards["reserved_1y_saving"]["msg"].value
-    util.value = 100.0
-    assert page.error is None and page.results_by_id["reserved_1y_saving"].verdict == "holds"
+    util.value = "-5"  # said next to the input, the card greyed as out of date, never a traceback
+    field = page.fields["reserved_1y_saving.utilization_pct"]
+    assert "'-5' is out of range" in html.unescape(field.message.value)
+    assert "The results still use 50" in field.message.value
+    assert page.stale and "gc-stale" in page.cards["reserved_1y_saving"]["head"]._dom_classes
+    assert "gc-stale" not in page.cards["t4_cluster_price"]["head"]._dom_classes
+    assert page.results_by_id["reserved_1y_saving"].inputs["utilization_pct"] == 50
+    util.value = "100"
+    assert not page.stale and page.results_by_id["reserved_1y_saving"].verdict == "holds"
+    assert "gc-stale" not in page.cards["reserved_1y_saving"]["head"]._dom_classes
     page.filter.value = "unsupported"
     assert page.results_record()["shown"] == ["t4_cluster_price"]
     page.state.lang = "zh"

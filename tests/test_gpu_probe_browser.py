@@ -50,7 +50,7 @@ def test_probe_page_no_gpu_message_then_a_live_demo(server, page):
     # a bad electricity price is shown next to the input
     page.fill(".gc-probe-kwh input", "cheap")
     page.press(".gc-probe-kwh input", "Enter")
-    page.wait_for_function("() => document.querySelector('.gc-inputs').innerText.includes(\"'cheap' is not a price\")")
+    page.wait_for_function("() => document.querySelector('.gc-inputs').innerText.includes(\"'cheap' is not a number\")")
     page.fill(".gc-probe-kwh input", "0.25")
     page.press(".gc-probe-kwh input", "Enter")
     page.wait_for_function("() => document.querySelector('.gc-probe-summary').innerText.includes('USD')")
@@ -58,6 +58,8 @@ def test_probe_page_no_gpu_message_then_a_live_demo(server, page):
     page.click(".gc-probe-to-tco")
     page.wait_for_selector(".gc-probe-to-tco-msg .gc-msg-ok")
     assert "38.8" in page.inner_text(".gc-probe-to-tco-msg")  # (32.67 + 45) / 2
+    href = page.get_attribute(".gc-to-tco-link", "href")
+    assert "utilization=0.3883" in href and "gpu=rtx-4090" in href
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "04_gpu_probe-demo.png"), full_page=True)
     assert_no_traceback(page)

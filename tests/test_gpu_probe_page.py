@@ -4,14 +4,14 @@ also runs it in both languages without parameters: the no-GPU path on a machine 
 
 from __future__ import annotations
 
-import json
+import html
 import time
+from urllib.parse import parse_qsl, urlsplit
 
 import pytest
 
 from gpucost import probe
 from gpucost.catalog import Catalog
-from gpucost.ui import handoff
 from gpucost.ui.gpu_probe import GpuProbePage
 
 from .conftest import ROOT, run_notebook
@@ -22,10 +22,8 @@ TINY = ROOT / "tests" / "fixtures" / "tiny_catalog"
 
 @pytest.fixture(autouse=True)
 def _reset():
-    handoff.LAST = None
     yield
     probe.set_nvml(None)
-    handoff.LAST = None
 
 
 def demo_page(**kw) -> GpuProbePage:
@@ -80,10 +78,12 @@ def test_policy_inputs_recompute_without_sampling_again():
     page.mem_high.value = 96  # the A100 sits at 95.2 %
     assert page.report.verdict("memory", 1).status == "ok"
     page.amortize.value = "0"
-    assert page.error and "years" in page.error
+    assert page.stale and "amortize_years" in page.invalid and "greater than 0" in page.invalid["amortize_years"]
+    assert "out of date" in page.status.value.lower()
     page.amortize.value = "3"
+    assert not page.stale
     page.kwh.value = "cheap"
-    assert page.error and "cheap" in page.error and "cheap" in page.kwh_msg.value
+    assert page.stale and "cheap" in page.fields["kwh"].message.value and "is not a number" in page.invalid["kwh"]
 
 
 def test_hand_off_to_the_tco_page(sandbox):
@@ -94,12 +94,23 @@ def test_hand_off_to_the_tco_page(sandbox):
     # mean over the two GPUs: (32.667 + 45) / 2 = 38.83 %
     assert rec["utilization_pct"] == pytest.approx((((20 * 92 + 40 * 3) / 60) + 45) / 2, abs=0.01)
     assert rec["demo"] is True and rec["gpu_id"] == "rtx-4090" and rec["samples"] == 60
-    path = handoff.handoff_path()
-    assert str(path).startswith(str(sandbox)) and json.loads(path.read_text())["utilization_pct"] == \
-        rec["utilization_pct"]
-    handoff.LAST = None  # another kernel (page 03) reads the file
-    assert handoff.load_measured_utilization() == rec
     assert "demo numbers" in page.to_tco_msg.value
+    # the numbers travel in the link (the visitor's browser), not through a file on the server
+    assert list(sandbox.rglob("*.json")) == []
+    query = dict(parse_qsl(urlsplit(rec["url"]).query))
+    assert urlsplit(rec["url"]).path == "03_scenario_tco.ipynb"
+    assert float(query["utilization"]) == pytest.approx(rec["utilization_pct"] / 100, abs=1e-4)
+    assert query["gpu"] == "rtx-4090" and query["measured"] == "demo" and query["lang"] == "en"
+    assert f'href="{html.escape(rec["url"])}"' in page.to_tco_msg.value
+    # page 03 opened with that link starts from the measured load on the measured card
+    from gpucost.ui.scenario_tco import ScenarioTcoPage
+
+    tco = ScenarioTcoPage(mc_draws=0, catalog=Catalog())
+    tco.apply_url_params(query)
+    sc = tco.current_scenario()
+    assert sc.values["owned.gpu"] == "rtx-4090" and sc.values["owned.count"] == 2
+    assert sc.values["demand.utilization"] == pytest.approx(rec["utilization_pct"] / 100, abs=1e-4)
+    assert "measured on page 04" in tco.summary.value and "demo numbers" in tco.summary.value
 
 
 def test_live_sampling_runs_in_the_background_and_stops():

@@ -98,7 +98,7 @@ def test_without_nvidia_ml_py_it_says_what_to_install(monkeypatch):
     monkeypatch.setitem(sys.modules, "pynvml", None)  # makes `import pynvml` raise ImportError
     r = probe.probe()
     assert r.available is False
-    assert "nvidia-ml-py" in r.reason and r.hint == "pip install nvidia-ml-py"
+    assert "nvidia-ml-py" in r.reason and r.hint == "`pip install nvidia-ml-py`"  # a command, shown as code
 
 
 def test_a_failed_start_is_retried_and_a_good_one_kept(monkeypatch):

@@ -530,7 +530,7 @@ def test_page_in_chinese_with_a_parameter_override():
     page = ScenarioTcoPage(scenario="startup", lang="zh", utilization=0.9, mc_draws=0)
     rec = page.results_record()
     assert rec["error"] is None and rec["currency"] == "CNY" and rec["result_currency"] == "CNY"
-    assert "个月内最省" in rec["summary"]
+    assert "个月内，获得" in rec["summary"] and "最省的方式是" in rec["summary"]
     assert rec["monte_carlo"] is None
     # the page's utilization (0.9, above the scenario's 0.5) raised the owned cards' energy bill
     base = tco.run("startup", currency="CNY")
@@ -538,25 +538,29 @@ def test_page_in_chinese_with_a_parameter_override():
     assert rec["options"][0]["total_cost"] > base.option("buy-new").total_cost
 
 
-def test_page_shows_bad_inputs_next_to_the_widget_and_saves_yaml(tmp_path):
+def test_page_shows_bad_inputs_next_to_the_widget_and_downloads_yaml(tmp_path):
+    import base64
+
     from gpucost.ui.scenario_tco import ScenarioTcoPage
 
     page = ScenarioTcoPage(scenario="developer", mc_draws=0)
-    assert page.error is None
-    page.pue.value = "0.5"
-    assert page.error and "PUE" in page.error and "PUE" in page.pue_msg.value
+    assert page.error is None and not page.stale
+    total = page.result.option("buy-new").total_cost
+    page.pue.value = "0.5"  # below 1: said next to the field, the results marked out of date
+    assert page.stale and "between 1 and 5" in page.invalid["pue"]
+    assert "gc-stale" in page.results._dom_classes and "out of date" in page.status.value.lower()
+    page.growth.value = 0.5  # other inputs keep working meanwhile
+    assert page.result.option("buy-new").total_cost != total and page.stale
     page.pue.value = "1.2"
-    assert page.error is None and page.pue_msg.value == ""
-    page.save_name.value = str(tmp_path / "My Lab.yaml")
-    page._save()
-    assert "gc-msg-error" in page.save_msg.value and not (tmp_path / "My Lab.yaml").exists()
-    page.save_name.value = str(tmp_path / "my-lab.yaml")
-    page._save()
-    assert "gc-msg-ok" in page.save_msg.value
-    saved = tco.read_scenario_file(tmp_path / "my-lab.yaml")
-    assert saved.name == "my-lab" and saved.values["owned.pue"] == pytest.approx(1.2)
-    page._save()
-    assert "exists" in page.save_msg.value
+    assert not page.stale and page.fields["pue"].message.value == ""
+    # saving is a download made in the browser: the link holds the YAML, nothing is written on the server
+    link = page.download.value
+    assert 'download="developer.yaml"' in link
+    text = base64.b64decode(link.split("base64,", 1)[1].split('"', 1)[0]).decode("utf-8")
+    saved = tco.parse_scenario_text(text, "developer.yaml")
+    assert saved.values["owned.pue"] == pytest.approx(1.2)
+    assert saved.values["demand.growth_per_year"] == pytest.approx(0.5)
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_vectorized_core_matches_one_by_one(base_inputs):

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 import nbformat
-from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+from nbformat.v4 import new_code_cell, new_notebook
 
 ROOT = Path(__file__).resolve().parents[1]
 SPECS = ROOT / "tools" / "pages"
@@ -31,17 +31,19 @@ def load_specs() -> dict[str, object]:
 
 def write(spec) -> Path:
     nb = new_notebook()
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    # the gpucost kernel (gpucost/ui/jupyter/kernels/gpucost): Python 3 without an input history on disk
+    nb.metadata["kernelspec"] = {"name": "gpucost", "display_name": "Python 3 (gpucost)", "language": "python"}
     nb.metadata["language_info"] = {"name": "python"}
     params = new_code_cell(spec.PARAMS.strip())
     params.metadata["tags"] = ["parameters"]
-    cells = [new_markdown_cell(spec.TITLE.strip()), params, new_code_cell(spec.BUILD.strip())]
+    # no markdown title: the page shows its own heading in the visitor's language (shell.Page)
+    cells = [params, new_code_cell(spec.BUILD.strip())]
     if getattr(spec, "RECORD", True):
         record = new_code_cell("page.record()  # the page's numbers, machine-readable (read back by tests)")
         record.metadata["tags"] = ["record"]
         record.metadata["jupyter"] = {"source_hidden": True}
         cells.append(record)
-    for i, c in enumerate(cells):
+    for i, c in enumerate(cells, start=1):
         c["id"] = f"cell-{i}"
     nb.cells = cells
     out = ROOT / "notebooks" / spec.NAME

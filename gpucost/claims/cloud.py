@@ -9,6 +9,7 @@ import statistics
 from gpucost.catalog import Catalog, derived
 from gpucost.claims.core import (
     T,
+    Text,
     at_least,
     compare,
     first_source,
@@ -302,6 +303,11 @@ def midsize(cat: Catalog, scenario: str, provider: str, reserved_gpus: int, mont
     return result(computed, compare(cut, claimed_pct, tolerance_pp), cond, chart, srcs)
 
 
+def _option_name(o) -> Text:
+    """A TCO option's name, in each language."""
+    return T(f"tco_name_{o.id.replace('-', '_')}", **o.name_params)
+
+
 def hybrid(cat: Catalog, scenario: str, baseline: str, horizon_months: int, currency: str, claimed_pct: float) -> dict:
     from gpucost import tco
 
@@ -318,9 +324,9 @@ def hybrid(cat: Catalog, scenario: str, baseline: str, horizon_months: int, curr
     computed = {"currency": currency, "baseline_money": base, "hybrid_money": hyb, "cut_pct": cut,
                 "hybrid_base": h.base if h else "", "hybrid_burst": h.burst if h else "",
                 "hybrid_base_gpus": h.base_gpus if h else 0, "months": m}
-    cond = T("claim_hybrid_cuts_60pct_c", m=m, name=ids["hybrid"].name, hyb=hyb, cur=currency, cut=cut,
-             base_name=ids[baseline].name, base=base)
-    chart = {"kind": "bar", "x": [o.id for o in res.options], "y": [o.total_cost for o in res.options],
+    cond = T("claim_hybrid_cuts_60pct_c", m=m, name=_option_name(ids["hybrid"]), hyb=hyb, cur=currency, cut=cut,
+             base_name=_option_name(ids[baseline]), base=base)
+    chart = {"kind": "bar", "x": [T(f"opt_{o.id}") for o in res.options], "y": [o.total_cost for o in res.options],
              "y_title": T("claims_y_over_months", cur=currency, m=m)}
     return result(computed, at_least(cut, claimed_pct), cond, chart,
                   [f"scenario {scenario}", ids["hybrid"].source or "", ids[baseline].source or ""])

@@ -10,7 +10,7 @@ from typing import Any
 
 from gpucost.catalog import Catalog
 from gpucost.errors import GpucostError, UnknownNameError
-from gpucost.i18n import t
+from gpucost.i18n import Message, t
 from gpucost.pricing import price_index
 from gpucost.records import Gpu, gpu_records
 from gpucost.serialize import Record, jsonable
@@ -56,6 +56,8 @@ def T(key: str, **params: Any) -> Text:
 def render(obj: Any, lang: str) -> Any:
     """``obj`` with every Text inside rendered in ``lang`` (dicts and lists walked)."""
     if isinstance(obj, Text):
+        return obj.render(lang)
+    if isinstance(obj, Message):  # an engine's sentence (a str): in the language asked for
         return obj.render(lang)
     if isinstance(obj, Mapping):
         return {k: render(v, lang) for k, v in obj.items()}

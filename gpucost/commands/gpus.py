@@ -20,6 +20,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--precision", default="bf16", choices=["fp32", "fp16", "bf16", "fp8", "int8"])
     p.add_argument("--basis", default="new", choices=["new", "used", "cloud"], help="price basis for --rank")
     p.add_argument("--budget", type=float, default=None, help="max price per card (per GPU-hour for cloud)")
+    p.add_argument("--host", default="any", choices=["any", "pc", "server"],
+                   help="where the card runs: pc (a PCIe card for a desktop/workstation) or server "
+                        "(PCIe server, SXM/OAM baseboard, rack); for --rank")
     p.add_argument("--json", action="store_true", help="print JSON")
 
 
@@ -34,7 +37,7 @@ def run(args: argparse.Namespace):
     if args.rank:
         vendors = (args.vendor,) if args.vendor else ()
         need = Need(min_vram_gib=args.min_vram, precision=args.precision, budget=args.budget,
-                    price_basis=args.basis, currency=args.currency.upper(), vendors=vendors)
+                    price_basis=args.basis, currency=args.currency.upper(), vendors=vendors, host=args.host)
         return rank_cards(need, cat, sort_by=args.sort or "tflops_per_1k")
     return gpu_list(cat, currency=args.currency, min_vram_gib=args.min_vram, vendor=args.vendor,
                     sort_by=args.sort or "vram_gib")

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import argparse
 
+from gpucost.commands import add_spec
+
 NAME = "probe"
 HELP = ("probe this machine's NVIDIA GPUs (NVML): name, memory, utilization, power, clocks, MIG, ECC, "
         "catalog value; --watch samples them and sums up idle time, energy and waste")
@@ -19,16 +21,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--interval", type=float, default=1.0, metavar="S", help="seconds between samples (1)")
     p.add_argument("--processes", action="store_true", help="also list the processes on each GPU")
     p.add_argument("--currency", default="USD", metavar="C", help="currency of values and costs (USD)")
-    p.add_argument("--kwh-price", type=float, default=None, metavar="PRICE",
-                   help="electricity price per kWh in --currency (energy cost of the watch)")
+    add_spec(p, "--kwh-price", "electricity_per_kwh", metavar="PRICE",
+             help="electricity price per kWh in --currency (energy cost of the watch)")
     p.add_argument("--idle-util", type=float, default=None, metavar="PCT",
                    help="a GPU under this utilization is idle (20)")
     p.add_argument("--idle-for", default=None, metavar="DURATION",
                    help="… for this long before the idle policy fires (Prometheus duration, 30m)")
     p.add_argument("--mem-high", type=float, default=None, metavar="PCT",
                    help="memory used above this is pressure (90)")
-    p.add_argument("--amortize-years", type=float, default=None, metavar="Y",
-                   help="years over which a new price is spread when a card has no cloud price (3)")
+    add_spec(p, "--amortize-years", "amortization_years", metavar="Y",
+             help="years over which a new price is spread when a card has no cloud price")
     p.add_argument("--demo", action="store_true",
                    help="probe simulated GPUs in simulated time instead of this machine (a demonstration)")
     p.add_argument("--json", action="store_true", help="print JSON")
@@ -48,11 +50,7 @@ def run(args: argparse.Namespace):
         raise GpucostError(f"--watch must be 0 or more seconds, not {args.watch:g}")
     if args.watch > 0:
         monitor.check_sampling(args.watch, args.interval)
-    if args.kwh_price is not None and not args.kwh_price >= 0:
-        raise GpucostError(f"--kwh-price must be 0 or more, not {args.kwh_price:g}")
-    years = monitor.DEFAULT_AMORTIZATION_YEARS if args.amortize_years is None else args.amortize_years
-    if not years > 0:
-        raise GpucostError(f"--amortize-years must be more than 0, not {years:g}")
+    years = args.amortize_years
     currency = args.currency.upper()
 
     cat = Catalog()

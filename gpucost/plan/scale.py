@@ -17,6 +17,7 @@ import pandas as pd
 from gpucost.catalog import Catalog, bundled_data_dir
 from gpucost.economics import card_hourly_cost
 from gpucost.errors import DataError, GpucostError, UnknownNameError
+from gpucost.i18n import Message
 from gpucost.serialize import jsonable as _clean
 from gpucost.spot import spot_bucket as spot_bucket_record
 
@@ -653,8 +654,7 @@ def plan_scale(trace: Trace | str | Path, policy: str = "fixed", *, gpu: str = "
     else:
         sp, ssrc = float(spot_price_per_gpu_hour), "given"
     if sp is not None and sp >= price:
-        warnings.append(f"the lowest spot price ({sp:.2f}) is not below the lowest on-demand price ({price:.2f}); "
-                        "they come from different providers")
+        warnings.append(Message("sw_spot_not_cheaper", spot=f"{sp:.2f}", od=f"{price:.2f}"))
     if sim.get("interruption_rate_per_hour") is None:
         sim["interruption_rate_per_hour"] = spot_bucket_record(catalog, spot_bucket).rate_per_hour
     run = [policy] + ([p for p in POLICIES if p != policy and (p != "spot" or sp is not None)] if compare else [])

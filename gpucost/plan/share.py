@@ -20,6 +20,7 @@ import yaml
 
 from gpucost.catalog import Catalog
 from gpucost.errors import DataError, GpucostError, UnknownNameError
+from gpucost.i18n import Message
 from gpucost.serialize import Record
 from gpucost.serialize import jsonable as _clean
 from gpucost.units import GIB_PER_GB
@@ -359,45 +360,37 @@ def _first_fit(workloads: Sequence[Workload], vram: float, mode: str, latency_al
     return bins
 
 
-def _mps_warnings(workloads: Sequence[Workload], names: list[str], cards: list[CardLoad]) -> list[str]:
+def _mps_warnings(workloads: Sequence[Workload], names: list[str], cards: list[CardLoad]) -> list[Message]:
     out = []
     for card in cards:
         lat = [wid for wid in card.workloads if workloads[wid - 1].latency_sensitive]
         if lat and len(card.workloads) > 1:
-            out.append(f"card {card.index}: latency-sensitive {', '.join(names[w - 1] for w in lat)} "
-                       "shares the SMs and memory bandwidth under MPS with no isolation; not advisable "
-                       "for a latency target (use MIG or a card of its own)")
+            out.append(Message("pw_mps_latency", card=card.index, names=", ".join(names[w - 1] for w in lat)))
     return out
 
 
-def _mode_notes(mode: str, workloads: Sequence[Workload], latency_alone: bool) -> list[str]:
+def _mode_notes(mode: str, workloads: Sequence[Workload], latency_alone: bool) -> list[Message]:
     if mode != "time-slicing":
-        return ["MPS runs the clients at once on the SMs; no fault isolation (a fatal error in one "
-                "client affects all clients of the card)"]
+        return [Message("pn_mps")]
     notes = []
     if latency_alone and any(w.latency_sensitive for w in workloads):
-        notes.append("latency-sensitive workloads get a card of their own: time-slicing runs workloads "
-                     "in turns, so a request can wait for the other workloads' time slices")
-    notes.append("time-slicing gives no memory or fault isolation: one workload that runs out of memory "
-                 "or crashes the context affects the others on its card")
+        notes.append(Message("pn_latency_alone"))
+    notes.append(Message("pn_ts_isolation"))
     return notes
 
 
 def _sharing_configs(mode: str, replicas: int, vram: float, workloads: Sequence[Workload], names: list[str],
-                     namespace: str, notes: list[str], warnings: list[str]) -> list[tuple[str, str]]:
+                     namespace: str, notes: list[Message], warnings: list[Message]) -> list[tuple[str, str]]:
     """The device plugin's sharing ConfigMap when a card runs two or more workloads (and its MPS limits)."""
     if replicas < 2:
-        notes.append("no card runs more than one workload: no sharing config is needed")
+        notes.append(Message("pn_no_sharing"))
         return []
     if mode == "mps":
         per = vram / replicas
-        notes.append(f"the device plugin's MPS sharing gives each of the {replicas} replicas 1/{replicas} "
-                     f"of the card's memory ({per:.1f} GiB)")
+        notes.append(Message("pn_mps_share", replicas=replicas, per=f"{per:.1f}"))
         big = [names[i] for i, w in enumerate(workloads) if w.mem_gib > per + 1e-9]
         if big:
-            warnings.append(f"{', '.join(big)} need more than {per:.1f} GiB, the per-replica "
-                            "memory limit of the device plugin's MPS sharing: run MPS outside Kubernetes "
-                            "or give them cards of their own")
+            warnings.append(Message("pw_mps_big", names=", ".join(big), per=f"{per:.1f}"))
     return [("k8s_configmap", k8s_sharing_configmap(replicas, mode, namespace=namespace))]
 
 
@@ -409,10 +402,10 @@ def _plan_shared_memory(workloads, names, gid, row, mode, latency_alone, namespa
                          for c, b in enumerate(bins) for i in b.items), key=lambda p: p.workload)
     cards = [CardLoad(c, tuple(i + 1 for i in sorted(b.items)), b.mem, b.util) for c, b in enumerate(bins)]
     n = len(workloads)
-    notes: list[str] = []
+    notes: list[Message] = []
     ok, why = fit_together(workloads, vram, mode)
     if not ok and n > 1:
-        notes.append(f"not all {n} workloads on one {row['name']}: {why}")
+        notes.append(Message("pn_not_all", n=n, gpu=row["name"], why=why))
     notes += _mode_notes(mode, workloads, latency_alone)
     warnings = _mps_warnings(workloads, names, cards) if mode == "mps" else []
     configs = _sharing_configs(mode, max(len(c.workloads) for c in cards), vram, workloads, names, namespace,
@@ -468,11 +461,7 @@ def _mig_card(c: int, items: list[int], chosen: list[MigProfile], workloads, nam
                     sum(workloads[j].util_pct for j in items), tuple(sorted(inst, key=lambda x: x[1])))
 
 
-_MIG_NOTES = ("MIG partitions memory and SMs: each instance is isolated (memory, cache, faults), so "
-              "latency-sensitive workloads may share the card",
-              "profile memory is the GB in its name (nvidia-smi reports slightly more usable memory)",
-              "mig-parted device indices are per node; a plan of more cards than a node holds spreads over nodes",
-              "the profile tables are NVIDIA's MIG User Guide's (data/mig_profiles.csv, with sources)")
+_MIG_NOTES = (Message("pn_mig_isolated"), Message("pn_mig_memory"), Message("pn_mig_nodes"), Message("pn_mig_tables"))
 
 
 def _plan_mig(workloads, names, gid, row, catalog, namespace) -> SharePlan:
@@ -485,7 +474,7 @@ def _plan_mig(workloads, names, gid, row, catalog, namespace) -> SharePlan:
     mixed = len({tuple(sorted(c.instances)) for c in cards}) > 1 or any(len({p for p, _ in c.instances}) > 1
                                                                          for c in cards)
     if mixed:
-        notes.append("different profiles on a node: deploy the device plugin with migStrategy 'mixed'")
+        notes.append(Message("pn_mig_mixed"))
     parted = mig_parted_config(cards)
     configs = (("mig_parted", parted), ("k8s_configmap", mig_configmap(parted, namespace=namespace)))
     util_total = sum(w.util_pct for w in workloads)

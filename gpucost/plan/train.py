@@ -15,6 +15,7 @@ from gpucost import memory
 from gpucost.catalog import Catalog
 from gpucost.economics import card_hourly_cost, job_cost
 from gpucost.errors import GpucostError, UnknownNameError
+from gpucost.i18n import Message
 from gpucost.models import ModelSpec, resolve_model
 from gpucost.quant import QuantFormat, get_format
 from gpucost.records import Gpu
@@ -222,6 +223,22 @@ def _choose(options: list[TrainOption], strategy: str | None) -> TrainOption | N
     return min(pool, key=lambda o: (o.min_gpus, o.tp * o.pp, o.zero_stage)) if pool else None
 
 
+def _offload_skipped(options: list[TrainOption], chosen: TrainOption | None) -> Message | None:
+    """Why an offload option that needs fewer GPUs than the chosen one is not the answer: its CPU RAM (or
+    NVMe) and its time (at least the GPU-hours over fewer GPUs, before offload's own slowdown)."""
+    if chosen is None or chosen.min_gpus is None or chosen.offload != "none":
+        return None
+    fewer = [o for o in options if o.offload != "none" and o.min_gpus is not None and o.min_gpus < chosen.min_gpus]
+    if not fewer:
+        return None
+    o = min(fewer, key=lambda x: (x.min_gpus, x.offload != "cpu"))
+    mem = o.memory or {}
+    return Message("tn_offload_skipped", strategy=o.strategy, n=o.min_gpus, chosen=chosen.strategy,
+                   m=chosen.min_gpus, ram=f"{max(float(mem.get('cpu_gib') or 0), float(mem.get('nvme_gib') or 0)):,.0f}",
+                   hours=f"{o.time_to_train_hours:,.0f}" if o.time_to_train_hours else "—",
+                   chosen_hours=f"{chosen.time_to_train_hours:,.0f}" if chosen.time_to_train_hours else "—")
+
+
 def _check(mode: str, tokens: float, max_gpus) -> None:
     if mode not in TRAIN_MODES:
         raise UnknownNameError("training mode", mode, TRAIN_MODES)
@@ -263,21 +280,21 @@ def plan_train(model: str, gpu: str, catalog: Catalog | None = None, *, mode: st
         strategies.append(tp_best[0])
     options = [_option(run, st, float(tokens), price, catalog) for st in strategies]
     chosen = _choose(options, strategy)
-    notes = ["speed: offload moves the optimizer step to the CPU (and NVMe traffic); its slowdown is not "
-             "modelled, so offload options are slower than shown"]
+    notes = [Message("tn_offload_speed")]
+    skipped = _offload_skipped(options, chosen) if strategy is None else None
+    if skipped is not None:
+        notes.insert(0, skipped)
     if not g.has_nvlink:
-        notes.append(f"{g.name} has no NVLink-class link: ZeRO-3 and tensor parallel traffic goes over PCIe, so "
-                     "real scaling is below the linear estimate")
+        notes.append(Message("tn_no_nvlink", gpu=g.name))
     ds = None
     if chosen is not None and chosen.min_gpus is not None:
         st = next(s for s in strategies if s.name == chosen.strategy)
         ds = deepspeed_config(st, chosen.min_gpus, micro_batch=micro_batch, grad_accum=grad_accum,
                               precision=g.training_precision, nvme_path=nvme_path)
         if st.pp > 1:
-            notes.append(f"pipeline parallel ({st.pp} stages) is set in code (deepspeed.pipe.PipelineModule"
-                         f"(num_stages={st.pp})), not in the config")
+            notes.append(Message("tn_pipeline", pp=st.pp))
     else:
-        notes.append(f"no strategy fits {spec.id} on up to {max_gpus} x {g.name}")
+        notes.append(Message("tn_none", model=spec.id, max_gpus=max_gpus, gpu=g.name))
     engines = ("memory: gpucost.memory.min_gpus / estimate (tensor/pipeline layouts included)",
                "speed: gpucost.speed.training_time", "price: gpucost.economics.card_hourly_cost")
     return TrainPlan(spec.id, g.id, g.name, mode, fmt.id, float(tokens), currency.upper(), price, psrc,

@@ -62,7 +62,15 @@ from gpucost.tco.core import (
 )
 from gpucost.tco.inputs import Inputs, JobLoad, Offer, Params, Provenance
 from gpucost.tco.resolve import relative_speed, resolve
-from gpucost.tco.results import BreakEven, OptionResult, TcoResult, evaluate, relabel
+from gpucost.tco.results import (
+    BreakEven,
+    OptionResult,
+    TcoResult,
+    evaluate,
+    option_name,
+    option_reason,
+    relabel,
+)
 from gpucost.tco.scenario import (
     BURST_KINDS,
     DEFAULT_SWINGS,
@@ -105,7 +113,7 @@ __all__ = [
     "BURST_KINDS", "DEFAULT_SWINGS", "FIELDS", "HYBRID_BASES", "JOB_FIELDS", "JOB_KINDS", "SCENARIO_NAME_RE", "SITES",
     "SENSITIVITY_INPUTS", "Job", "Scenario", "Inputs", "JobLoad", "Offer", "Params", "Provenance", "HybridPlan",
     "BreakEven", "OptionResult", "TcoResult", "TornadoBar", "TornadoResult", "MonteCarloResult", "fmt_hours",
-    "fmt_money", "fmt_pct", "deadline_miss_probability", "interruption_rate_per_hour", "poisson_cdf", "spot_factor",
+    "option_name", "option_reason", "fmt_money", "fmt_pct", "deadline_miss_probability", "interruption_rate_per_hour", "poisson_cdf", "spot_factor",
     "young_daly_interval_hours", "annuity_payment", "break_even_month", "relative_speed", "resolve", "evaluate",
     "relabel", "tornado", "monte_carlo", "run", "bundled_scenarios_dir", "user_scenarios_dir", "list_scenarios",
     "load_scenario", "parse_scenario_text", "read_scenario_file", "save_scenario", "scenario_from_dict",

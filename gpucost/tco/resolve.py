@@ -16,6 +16,7 @@ from types import MappingProxyType
 from gpucost.catalog import Catalog
 from gpucost.economics import SITE_TARIFF, resale_retention
 from gpucost.errors import GpucostError, UnknownNameError
+from gpucost.i18n import Message
 from gpucost.pricing import card_prices
 from gpucost.records import Gpu, gpu_records
 from gpucost.spot import interruption_rate_per_hour, spot_bucket
@@ -159,7 +160,7 @@ def _host(c: _Ctx, g: Gpu) -> tuple[float, float]:
                            f"CPU, RAM, board, PSU, chassis; 0 if the card goes into a machine you own), or "
                            f"owned.host: one of {', '.join(c.known('host_cost_per_gpu'))}")
     if cost == 0:
-        c.warnings.append("host cost is 0: the owned options leave out the machine around the cards")
+        c.warnings.append(Message("tw_host_zero"))
     power = c.given("owned.host_power_w_per_gpu", "W")
     if power is None:  # a baseboard (HGX/OAM) server draws more per card than a PCIe server (gpus.csv host_type)
         power = c.default("owned.host_power_w_per_gpu", "host_power_w_per_gpu",
@@ -403,8 +404,8 @@ def _serving_tps(c: _Ctx, j: Job, g: Gpu) -> float | None:
         c.note(f"job {j.name}: tokens/s", float(r["measured"]), "tokens/s", r["source"], r["as_of"],
                f"benchmarks.csv {j.benchmark}: {r['model_id']} {r['quant']} on {r['gpu_id']}, batch {r['batch']:g}")
         if r["gpu_id"] != g.id:
-            c.warnings.append(f"job '{j.name}': benchmark {j.benchmark} was measured on {r['gpu_id']}, not on the "
-                              f"owned {g.id}")
+            c.warnings.append(Message("tw_benchmark_gpu", job=j.name, benchmark=j.benchmark, measured=r["gpu_id"],
+                                      owned=g.id))
         return float(r["measured"])
     if j.gpu_hours is not None:
         return None

@@ -16,7 +16,7 @@ import numpy as np
 
 from gpucost.errors import GpucostError, UnknownNameError
 from gpucost.fmt import fmt_hours, fmt_money, fmt_pct
-from gpucost.i18n import t
+from gpucost.i18n import Message, localize, t
 from gpucost.serialize import Record, jsonable
 from gpucost.spot import deadline_miss_probability
 from gpucost.tco.core import (
@@ -42,11 +42,11 @@ def _key(oid: str) -> str:
 
 
 def option_name(oid: str, params: Mapping[str, str], lang: str = "en") -> str:
-    return t(f"tco_name_{_key(oid)}", lang, **params)
+    return t(f"tco_name_{_key(oid)}", lang, **{k: localize(v, lang) for k, v in params.items()})
 
 
 def option_reason(oid: str, params: Mapping[str, str], lang: str = "en") -> str:
-    return t(f"tco_reason_{_key(oid)}", lang, **params)
+    return t(f"tco_reason_{_key(oid)}", lang, **{k: localize(v, lang) for k, v in params.items()})
 
 
 def unavailable_text(key: str, params: Mapping[str, str], lang: str = "en") -> str:
@@ -176,10 +176,8 @@ def _cloud_params(inputs: Inputs, oid: str, d: Mapping[str, float], reserved_be,
 
 def _hybrid_params(inputs: Inputs, plan: HybridPlan) -> tuple[dict, dict]:
     cur = inputs.currency
-    base_name = {"owned-new": f"new {inputs.owned_name}", "owned-used": f"used {inputs.owned_name}",
-                 "reserved-1y": f"{inputs.cloud_name} reserved 1 y",
-                 "reserved-3y": f"{inputs.cloud_name} reserved 3 y"}[plan.base]
-    name = {"k": str(plan.base_gpus), "base": base_name, "burst": plan.burst}
+    base_name = Message(f"tco_base_{_key(plan.base)}", owned=inputs.owned_name, cloud=inputs.cloud_name)
+    name = {"k": str(plan.base_gpus), "base": base_name, "burst": Message(f"tco_burst_{_key(plan.burst)}")}
     return {**name, "headroom": fmt_pct(plan.headroom), "headroom_cost": fmt_money(plan.headroom_cost, cur),
             "configured": str(plan.configured_gpus), "configured_cost": fmt_money(plan.configured_cost, cur)}, name
 

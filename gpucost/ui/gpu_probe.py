@@ -3,7 +3,7 @@
 The probe reads the server's GPUs through NVML (:mod:`gpucost.probe`); the sampler, summary, policies
 and waste are :mod:`gpucost.monitor`. Without an NVIDIA GPU the page says so plainly, tells what it would
 show, and offers a demo on simulated GPUs in simulated time (:func:`gpucost.fake_nvml.demo`), clearly
-labelled. The measured utilization can be handed to page 03 (:mod:`gpucost.ui.handoff`).
+labelled. The measured utilization goes to page 03 in a link (its URL parameters), never through a file.
 
 Live sampling runs in a background thread (so Stop works and the kernel stays responsive); a headless run
 (papermill, tests) passes ``watch_s`` and samples before the page is shown.
@@ -15,7 +15,6 @@ import html
 import math
 import threading
 import time
-from datetime import UTC, datetime
 
 import ipywidgets as w
 import plotly.graph_objects as go
@@ -23,7 +22,7 @@ import plotly.graph_objects as go
 from gpucost import monitor, probe
 from gpucost.errors import GpucostError
 from gpucost.fake_nvml import SimClock
-from gpucost.ui import handoff
+from gpucost.specs import SPECS
 from gpucost.ui.chart import TEMPLATE
 from gpucost.ui.shell import Page
 
@@ -80,7 +79,6 @@ class GpuProbePage(Page):
         self.watch_interval_s = float(interval_s)
         self.watch_duration_s = 0.0
         self.running = False
-        self.handoff_path: str | None = None
         self.handoff_record: dict | None = None
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -122,22 +120,20 @@ class GpuProbePage(Page):
                                        continuous_update=False, readout_format=".0f", style=style,
                                        layout=w.Layout(width="95%"))
         self.idle_util.add_class("gc-probe-idle-util")
-        self.idle_for = w.Text(value=f"{i['idle_for_min']:g}", continuous_update=False, style=style,
-                               layout=w.Layout(width="95%"))
-        self.idle_for.add_class("gc-probe-idle-for")
-        self.idle_for_msg = self.message_box()
         self.mem_high = w.FloatSlider(value=float(i["mem_high_pct"]), min=1, max=100, step=1,
                                       continuous_update=False, readout_format=".0f", style=style,
                                       layout=w.Layout(width="95%"))
         self.mem_high.add_class("gc-probe-mem-high")
-        self.kwh = w.Text(value="" if not i["kwh_price"] else f"{i['kwh_price']:g}", continuous_update=False,
-                          style=style, layout=w.Layout(width="95%"))
-        self.kwh.add_class("gc-probe-kwh")
-        self.kwh_msg = self.message_box()
-        self.amortize = w.Text(value=f"{i['amortize_years']:g}", continuous_update=False, style=style,
-                               layout=w.Layout(width="95%"))
-        self.amortize.add_class("gc-probe-amortize")
-        self.amortize_msg = self.message_box()
+        idle_for_field = self.spec_field("idle_for_min", SPECS["idle_for_min"], float(i["idle_for_min"]),
+                                         "probe_idle_for", css="gc-probe-idle-for")
+        kwh_field = self.spec_field("kwh", SPECS["electricity_per_kwh"], i["kwh_price"] or None, "probe_kwh",
+                                    "probe_kwh_help", css="gc-probe-kwh")
+        self.kwh_label = kwh_field.children[0]  # its label names the display currency (see relabel)
+        self._labels = [x for x in self._labels if x[0] is not self.kwh_label]
+        amortize_field = self.spec_field("amortize_years", SPECS["amortization_years"], float(i["amortize_years"]),
+                                         "probe_amortize", "probe_amortize_help", css="gc-probe-amortize")
+        self.idle_for, self.kwh, self.amortize = (self.fields[k].widget for k in ("idle_for_min", "kwh",
+                                                                                 "amortize_years"))
         self.to_tco_btn = w.Button(icon="share", layout=w.Layout(width="95%"))
         self.to_tco_btn.add_class("gc-probe-to-tco")
         self.to_tco_msg = w.HTML()
@@ -149,17 +145,12 @@ class GpuProbePage(Page):
                          (self.stop_btn, "probe_stop"), (self.to_tco_btn, "probe_to_tco")):
             self.label(wid, key)
         self.label(self.policy_head, "probe_policy_head", "value")
-        self.kwh_label = w.HTML()
-        self.kwh_label.add_class("gc-label")
-        kwh_field = w.VBox([self.kwh_label, self.kwh, self.help_line("probe_kwh_help")],
-                           layout=w.Layout(width="100%", margin="0 0 0.4em 0"))
         self.inputs.children = [
             self.probe_btn, self.processes_cb, self.demo_cb, self.help_line("probe_demo_help"),
             self.field("probe_duration", self.duration), self.field("probe_interval", self.interval),
             w.HBox([self.start_btn, self.stop_btn]), self.progress, self.progress_label, self.policy_head,
-            self.field("probe_idle_util", self.idle_util), self.field("probe_idle_for", self.idle_for),
-            self.idle_for_msg, self.field("probe_mem_high", self.mem_high), kwh_field, self.kwh_msg,
-            self.field("probe_amortize", self.amortize, "probe_amortize_help"), self.amortize_msg,
+            self.field("probe_idle_util", self.idle_util), idle_for_field,
+            self.field("probe_mem_high", self.mem_high), kwh_field, amortize_field,
             self.to_tco_btn, self.to_tco_msg, *self.shell_inputs()]
 
         self.banner = w.HTML()
@@ -188,7 +179,7 @@ class GpuProbePage(Page):
         self.to_tco_btn.on_click(lambda _: self.send_to_tco())
         self.demo_cb.observe(lambda _: self._on_probe(), names="value")
         self.processes_cb.observe(lambda _: self._on_probe(), names="value")
-        for wid in (self.idle_util, self.idle_for, self.mem_high, self.kwh, self.amortize):
+        for wid in (self.idle_util, self.mem_high):
             wid.observe(lambda _: self.safe_refresh(), names="value")
         self._use_backend()
         self._do_probe()
@@ -223,7 +214,7 @@ class GpuProbePage(Page):
             return
         self._use_backend()
         self._do_probe()
-        self.samples, self.report, self.handoff_record, self.handoff_path = [], None, None, None
+        self.samples, self.report, self.handoff_record = [], None, None
         self.to_tco_msg.value = ""
         self._sample_msg = ""
         self.progress.value = 0.0
@@ -297,26 +288,8 @@ class GpuProbePage(Page):
             self._draw_chart()
 
     # -- compute -----------------------------------------------------------------------------------
-    def _number(self, widget: w.Text, box: w.HTML, key: str, *, allow_empty: bool, minimum: float,
-                strict: bool) -> float | None:
-        raw = widget.value.strip().replace(",", "")
-        if not raw and allow_empty:
-            self.show_error(box, None)
-            return None
-        try:
-            val = float(raw)
-        except ValueError:
-            val = math.nan
-        ok = (val > minimum if strict else val >= minimum) and not math.isinf(val)
-        if not ok:
-            self.show_error(box, self.t(key, value=raw))
-            raise GpucostError(self.t(key, value=raw))
-        self.show_error(box, None)
-        return val
-
     def _policy(self) -> monitor.Policy:
-        idle_min = self._number(self.idle_for, self.idle_for_msg, "probe_idle_for_bad", allow_empty=False,
-                                minimum=0, strict=False)
+        idle_min = self.val("idle_for_min")
         return monitor.Policy(idle_util_pct=float(self.idle_util.value), idle_for_s=idle_min * 60,
                               mem_high_pct=float(self.mem_high.value))
 
@@ -327,9 +300,8 @@ class GpuProbePage(Page):
 
     def refresh(self) -> None:
         policy = self._policy()
-        kwh = self._number(self.kwh, self.kwh_msg, "probe_kwh_bad", allow_empty=True, minimum=0, strict=False)
-        years = self._number(self.amortize, self.amortize_msg, "probe_amortize_bad", allow_empty=False,
-                             minimum=0, strict=True)
+        kwh = self.val("kwh")
+        years = self.val("amortize_years")
         self.values = {}
         if self.result is not None:
             prices = self._prices()
@@ -343,28 +315,28 @@ class GpuProbePage(Page):
 
     # -- hand-off to page 03 -------------------------------------------------------------------------
     def send_to_tco(self) -> dict | None:
-        """Save the measured mean utilization for page 03 (see :mod:`gpucost.ui.handoff`)."""
+        """A link to page 03 that starts from the measured mean utilization (and the matched card): the
+        numbers travel in the link, in the visitor's browser — nothing is written on the server."""
         util = self.report.totals.get("utilization_mean_pct") if self.report else None
         if util is None:
             self.to_tco_msg.value = f'<span class="gc-msg-error">{html.escape(self.t("probe_to_tco_none"))}</span>'
             return None
         gpus = {g.index: g for g in self.result.gpus} if self.result else {}
-        per_gpu = [{"index": s.index, "gpu_id": gpus[s.index].catalog_id if s.index in gpus else None,
-                    "name": gpus[s.index].name if s.index in gpus else None, "utilization_pct": s.util_mean_pct}
-                   for s in self.report.gpus]
-        record = {"utilization_pct": round(util, 2), "per_gpu": per_gpu,
-                  "gpu_id": next((p["gpu_id"] for p in per_gpu if p["gpu_id"]), None),
+        gpu_id = next((gpus[s.index].catalog_id for s in self.report.gpus
+                       if s.index in gpus and gpus[s.index].catalog_id), None)
+        count = len(self.report.gpus)
+        url = self.page_link("tco", utilization=f"{util / 100:.4f}", gpu=gpu_id, count=count,
+                             measured="demo" if self.demo else "probe")
+        record = {"utilization_pct": round(util, 2), "gpu_id": gpu_id, "count": count, "url": url,
                   "duration_s": self.watch_duration_s, "interval_s": self.watch_interval_s,
-                  "samples": len({s.t_s for s in self.samples}),
-                  "measured_at": datetime.now(UTC).isoformat(timespec="seconds"), "demo": self.demo,
-                  "source": "gpucost page 04 (GPU probe)"}
-        path = handoff.save_measured_utilization(record)
-        self.handoff_record, self.handoff_path = record, str(path) if path else None
-        where = f"gpucost/{handoff.FILE_NAME}" if path else self.t("probe_to_tco_kernel")
-        text = self.t("probe_to_tco_done", util=f"{util:.1f}", where=where)
+                  "samples": len({s.t_s for s in self.samples}), "demo": self.demo}
+        self.handoff_record = record
+        text = self.t("probe_to_tco_done", util=f"{util:.1f}")
         if self.demo:
             text += " " + self.t("probe_to_tco_demo")
-        self.to_tco_msg.value = f'<span class="gc-msg-ok">{html.escape(text)}</span>'
+        self.to_tco_msg.value = (f'<span class="gc-msg-ok">{html.escape(text)}</span> '
+                                 f'<a class="gc-to-tco-link" href="{html.escape(url)}">'
+                                 f'{html.escape(self.t("probe_to_tco_open"))}</a>')
         return record
 
     # -- drawing -----------------------------------------------------------------------------------
@@ -395,11 +367,11 @@ class GpuProbePage(Page):
             parts.append(f'<div class="gc-probe-demo" style="background:#fff3cd;border:2px solid #d39e00;'
                          f'padding:6px 10px;font-weight:700">{html.escape(self.t("probe_demo_banner"))}</div>')
         if r is None or not r.available:
-            reason = r.reason if r else ""
-            hint = r.hint if r else ""
+            reason = self.prose(r.reason) if r and r.reason else ""
+            hint = self.prose(r.hint) if r and r.hint else ""
             parts.append(f'<div class="gc-probe-nogpu" style="border-left:4px solid #a40000;padding:4px 10px">'
                          f'<p><b>{html.escape(self.t("probe_no_gpu"))}</b></p>'
-                         f'<p class="gc-help">{html.escape(self.t("probe_reason", reason=reason, hint=hint))}</p>'
+                         f'<p class="gc-help">{self.t("probe_reason", reason=reason, hint=hint)}</p>'
                          f'<p>{html.escape(self.t("probe_would_show"))}</p></div>')
         else:
             parts.append("<p>" + html.escape(self.t("probe_found", n=len(r.gpus), driver=r.driver_version or "?",
@@ -607,6 +579,5 @@ class GpuProbePage(Page):
             "chart_title": self.fig.layout.title.text if self.fig is not None else None,
             "progress": self.progress.value,
             "handoff": self.handoff_record,
-            "handoff_path": self.handoff_path,
         })
         return rec

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import html
 import math
-import re
 
 import ipywidgets as w
 import numpy as np
@@ -13,6 +12,8 @@ import numpy as np
 from gpucost.catalog import derived
 from gpucost.economics import Ownership, job_costs, token_costs
 from gpucost.errors import GpucostError
+from gpucost.fmt import fmt_hours, fmt_money
+from gpucost.i18n import localize
 from gpucost.memory import (
     ENGINE_PROFILES,
     MODES,
@@ -28,7 +29,7 @@ from gpucost.models import catalog_spec
 from gpucost.pricing import card_table
 from gpucost.quant import formats, get_format
 from gpucost.records import gpu_records
-from gpucost.specs import DEFAULTS
+from gpucost.specs import DEFAULTS, SPECS
 from gpucost.speed import decode_speed_cards, efficiency_table, training_time
 from gpucost.ui.chart import TEMPLATE
 from gpucost.ui.shell import Page
@@ -40,17 +41,6 @@ BAR_COUNTS = (1, 2, 4, 8)
 TRAIN_ENGINES = ("transformers", "torchtune")
 #: cell colours of the fit matrix by the number of cards needed
 CELL_COLORS = ((1, "#b7e1b0"), (2, "#e8f2a1"), (4, "#fde3a7"), (8, "#f9c59a"), (10**9, "#f4a6a6"))
-
-
-def parse_tokens(text: str) -> int:
-    """'4096', '32k', '128K', '1m' → tokens; raise ValueError otherwise."""
-    m = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]+)?)\s*([kKmM]?)\s*", str(text).replace(",", "").replace("_", ""))
-    if not m:
-        raise ValueError(text)
-    val = float(m.group(1)) * {"": 1, "k": 1024, "m": 1024 * 1024}[m.group(2).lower()]
-    if val != int(val):
-        raise ValueError(text)
-    return int(val)
 
 
 def _error_summary(catalog):
@@ -66,9 +56,10 @@ class QuantFitPage(Page):
     def __init__(self, model: str = "llama-3.1-8b", quant: str = "q4_k_m", mode: str = "inference",
                  engine: str = "", context: int | str = DEFAULTS.context, batch: int = DEFAULTS.batch, gpus: int = DEFAULTS.gpus, zero: int = 0,
                  offload: str = "none", lora_rank: int = DEFAULTS.lora_rank, gpu: str = "rtx-4090", train_tokens_m: float = 100.0,
-                 lang: str = "en", currency: str | None = None, catalog=None):
+                 budget: float | None = None, lang: str = "en", currency: str | None = None, catalog=None):
         self._init = dict(model=model, quant=quant, mode=mode, engine=engine, context=context, batch=batch, gpus=gpus,
-                          zero=zero, offload=offload, lora_rank=lora_rank, gpu=gpu, train_tokens_m=train_tokens_m)
+                          zero=zero, offload=offload, lora_rank=lora_rank, gpu=gpu, train_tokens_m=train_tokens_m,
+                          budget=budget)
         self.est = None
         self.fits = []
         self.matrix = None
@@ -95,24 +86,24 @@ class QuantFitPage(Page):
         self.mode.add_class("gc-fit-mode")
         self.engine = w.Dropdown(options=[], style=style)
         self.engine.add_class("gc-fit-engine")
-        self.context = w.Text(value=str(i["context"]), continuous_update=False, style=style,
-                              layout=w.Layout(width="95%"))
-        self.context.add_class("gc-fit-context")
-        self.context_msg = self.message_box()
-        self.context_msg.add_class("gc-fit-context-msg")
-        self.batch = w.BoundedIntText(value=max(1, int(i["batch"])), min=1, max=4096, style=style)
-        self.batch.add_class("gc-fit-batch")
-        self.gpus = w.BoundedIntText(value=max(1, int(i["gpus"])), min=1, max=512, style=style)
-        self.gpus.add_class("gc-fit-gpus")
+        context = self.spec_field("context", SPECS["context"], i["context"], "fit_context", "fit_context_help",
+                                  css="gc-fit-context")
+        batch = self.spec_field("batch", SPECS["batch"], i["batch"], "fit_batch", css="gc-fit-batch")
+        gpus_field = self.spec_field("gpus", SPECS["gpus"], i["gpus"], "fit_gpus", css="gc-fit-gpus")
+        self.context, self.batch, self.gpus = (self.fields[k].widget for k in ("context", "batch", "gpus"))
+        self.context_msg = self.fields["context"].message
         self.zero = w.Dropdown(options=[0, 1, 2, 3], value=i["zero"] if i["zero"] in (0, 1, 2, 3) else 0, style=style)
         self.zero.add_class("gc-fit-zero")
         self.offload = w.Dropdown(options=["none", "cpu", "nvme"],
                                   value=i["offload"] if i["offload"] in ("none", "cpu", "nvme") else "none", style=style)
         self.offload.add_class("gc-fit-offload")
-        self.rank = w.BoundedIntText(value=max(1, int(i["lora_rank"])), min=1, max=1024, style=style)
-        self.rank.add_class("gc-fit-rank")
-        self.train_tokens = w.BoundedFloatText(value=float(i["train_tokens_m"]), min=0.001, max=1e7, style=style)
-        self.train_tokens.add_class("gc-fit-train-tokens")
+        rank = self.spec_field("lora_rank", SPECS["lora_rank"], i["lora_rank"], "fit_rank", css="gc-fit-rank")
+        tokens = self.spec_field("train_tokens", SPECS["train_tokens"], float(i["train_tokens_m"]) * 1e6,
+                                 "fit_train_tokens", "fit_training_help", css="gc-fit-train-tokens")
+        self.fields["train_tokens"].widget.value = f"{float(i['train_tokens_m']):g}M"
+        self.rank, self.train_tokens = self.fields["lora_rank"].widget, self.fields["train_tokens"].widget
+        budget = self.spec_field("budget", SPECS["price"], i.get("budget") or None, "fit_budget", "fit_budget_help",
+                                 css="gc-fit-budget")
         gpus = cat.gpus
         self._gpu_options = list(zip(gpus["name"], gpus["id"], strict=True))
         try:
@@ -122,15 +113,11 @@ class QuantFitPage(Page):
         self.card = w.Dropdown(options=self._gpu_options, value=gid, style=style)
         self.card.add_class("gc-fit-card")
         self._set_engine_options(i["engine"])
-        for wid, key in ((self.model, "fit_model"), (self.quant, "fit_quant"), (self.mode, "fit_mode"),
-                         (self.engine, "fit_engine"), (self.context, "fit_context"), (self.batch, "fit_batch"),
-                         (self.gpus, "fit_gpus"), (self.zero, "fit_zero"), (self.offload, "fit_offload"),
-                         (self.rank, "fit_rank"), (self.train_tokens, "fit_train_tokens"), (self.card, "fit_card")):
-            self.label(wid, key)
         self.inputs.children = [
-            self.model, self.quant, self.mode, self.engine, self.context, self.context_msg,
-            self.help_line("fit_context_help"), self.batch, self.gpus, self.card, self.zero, self.offload,
-            self.rank, self.train_tokens, self.help_line("fit_training_help"), *self.shell_inputs()]
+            self.field("fit_model", self.model), self.field("fit_quant", self.quant),
+            self.field("fit_mode", self.mode), self.field("fit_engine", self.engine), context, batch, gpus_field,
+            self.field("fit_card", self.card), self.field("fit_zero", self.zero),
+            self.field("fit_offload", self.offload), rank, tokens, budget, *self.shell_inputs()]
 
         self.summary = w.HTML()
         self.summary.add_class("gc-fit-summary")
@@ -152,8 +139,7 @@ class QuantFitPage(Page):
         self.results.children = [self.summary, self.fig_box, self.matrix_html, self.speed_html, self.quality_html,
                                  self.errors_html]
         self.mode.observe(self._mode_changed, names="value")
-        for wid in (self.model, self.quant, self.engine, self.context, self.batch, self.gpus, self.zero,
-                    self.offload, self.rank, self.train_tokens, self.card):
+        for wid in (self.model, self.quant, self.engine, self.zero, self.offload, self.card):
             wid.observe(lambda _: self.safe_refresh(), names="value")
 
     def _set_engine_options(self, preferred: str = "") -> None:
@@ -185,26 +171,24 @@ class QuantFitPage(Page):
         self._engine_lock = False
         self.safe_refresh()
 
+    def url_widgets(self) -> dict:
+        return {"model": self.model, "mode": self.mode, "quant": self.quant, "engine": self.engine,
+                "gpu": self.card, "zero": self.zero, "offload": self.offload}
+
+    def apply_params(self, params: dict) -> None:
+        """Mode first (it picks a format the mode can use), then the rest."""
+        order = ["model", "mode"] + [k for k in params if k not in ("model", "mode")]
+        super().apply_params({k: params[k] for k in order if k in params})
+
     def relabel(self) -> None:
         mode = self.mode.value
         self._engine_lock = True  # new option labels are not a new input: no recomputation here
         self.mode.options = [(self.t(f"fit_mode_{m}"), m) for m in MODES]
         self.mode.value = mode
+        self.options(self.offload, ("none", "cpu", "nvme"))
         self._engine_lock = False
 
     # -- compute -----------------------------------------------------------------------------------
-    def _context_value(self) -> int:
-        raw = self.context.value
-        try:
-            val = parse_tokens(raw)
-        except ValueError:
-            val = 0
-        if val < 1:
-            self.show_error(self.context_msg, self.t("fit_context_bad", value=raw))
-            raise GpucostError(self.t("fit_context_bad", value=raw))
-        self.show_error(self.context_msg, None)
-        return val
-
     def _table(self):
         return card_table(self.catalog, self.state.currency)
 
@@ -215,10 +199,10 @@ class QuantFitPage(Page):
 
     def setup(self) -> Setup:
         training = self.mode.value != "inference"
-        return Setup(mode=self.mode.value, context=self._context_value(), batch=int(self.batch.value),
-                     gpus=int(self.gpus.value), engine=self.engine.value,
+        return Setup(mode=self.mode.value, context=self.val("context"), batch=self.val("batch"),
+                     gpus=self.val("gpus"), engine=self.engine.value,
                      zero=int(self.zero.value) if training else 0,
-                     offload=self.offload.value if training else "none", lora_rank=int(self.rank.value))
+                     offload=self.offload.value if training else "none", lora_rank=self.val("lora_rank"))
 
     def refresh(self) -> None:
         if getattr(self, "_engine_lock", False):
@@ -257,7 +241,7 @@ class QuantFitPage(Page):
                     rows.append({"gpu": f.gpu, "name": f.name, "gpus": int(n), "tokens_per_s": float(t),
                                  **token_costs(self.catalog, f.gpu, float(t), int(n), cur, own)})
         else:
-            tokens = float(self.train_tokens.value) * 1e6
+            tokens = float(self.val("train_tokens"))
             for f, g in zip(self.fits, cards, strict=True):
                 if not f.min_gpus:
                     continue
@@ -278,8 +262,10 @@ class QuantFitPage(Page):
         fits_txt = (t("fit_fits_one", card=card.name) if card.min_gpus == 1 else
                     t("fit_fits_n", card=card.name, n=card.min_gpus) if card.min_gpus else
                     t("fit_fits_none", card=card.name))
+        answer = t("fit_answer", model=spec.id, quant=fmt.name, total=f"{e.per_gpu.total:.1f}", fits=fits_txt)
+        answer += " " + self._speed_answer(card, s) + self._budget_answer(s)
         lines = [t("fit_summary", total=f"{e.per_gpu.total:.1f}", gpus=s.gpus, cpu=f"{e.cpu_gib:.1f}",
-                   file=f"{e.weights_file_gib:.2f}"), fits_txt]
+                   file=f"{e.weights_file_gib:.2f}")]
         if self.max_ctx is not None or self.max_b is not None:
             lines.append(t("fit_max", card=card.name, ctx=self.max_ctx if self.max_ctx is not None else "—",
                            batch=self.max_b if self.max_b is not None else "—"))
@@ -287,8 +273,9 @@ class QuantFitPage(Page):
             lines.append(t("fit_trainable", n=f"{e.trainable_params / 1e6:,.1f}"))
         if "compute capability" in card.reason:
             lines.append(html.escape(card.reason))
-        lines += [html.escape(n) for n in e.notes]
-        self.summary.value = "<p>" + "<br>".join(lines) + "</p>"
+        lines += [html.escape(localize(n, self.state.lang)) for n in e.notes]
+        self.summary.value = self.gloss(f"<p class='gc-answer'><b>{html.escape(answer)}</b></p>"
+                                        "<p class='gc-help'>" + "<br>".join(lines) + "</p>")
         # stacked bar per GPU count against the card's usable memory
         bars = {}
         for n in BAR_COUNTS:
@@ -311,6 +298,41 @@ class QuantFitPage(Page):
         self._draw_quality()
         self._draw_errors()
 
+    def _speed_answer(self, card, s: Setup) -> str:
+        """How fast and at what cost the chosen card runs it (with the fewest cards that hold it)."""
+        row = next((r for r in self.speed_rows if r["gpu"] == card.gpu), None)
+        if row is None:
+            return ""
+        cur = self.state.currency
+        cloud = fmt_money(row["cloud"], cur) if row["cloud"] is not None else self.t("fit_no_cloud")
+        own = fmt_money(row["new"], cur) if row["new"] is not None else "—"
+        if s.mode == "inference":
+            return self.t("fit_answer_speed", n=row["gpus"], card=card.name, tps=f"{row['tokens_per_s']:,.0f}",
+                          batch=s.batch, cloud=cloud, own=own)
+        return self.t("fit_answer_train", n=row["gpus"], card=card.name, hours=fmt_hours(row["hours"]),
+                      tokens=f"{self.val('train_tokens'):,.0f}", cloud=cloud, own=own)
+
+    def _budget_answer(self, s: Setup) -> str:
+        """With a budget per card: the fastest card bought new within it that holds the setup on its own."""
+        budget = self.val("budget")
+        if budget is None:
+            return ""
+        prices = card_table(self.catalog, self.state.currency).set_index("id")["price_new"]
+        fits = [r for r in self.speed_rows if r["gpus"] == 1 and r["gpu"] in prices.index
+                and prices[r["gpu"]] == prices[r["gpu"]] and prices[r["gpu"]] <= budget]
+        cur = self.state.currency
+        if not fits:
+            return " " + self.t("fit_budget_none", budget=fmt_money(budget, cur))
+        if s.mode == "inference":
+            best = max(fits, key=lambda r: r["tokens_per_s"])
+            how = self.t("fit_budget_tps", tps=f"{best['tokens_per_s']:,.0f}")
+        else:
+            best = min(fits, key=lambda r: r["hours"])
+            how = self.t("fit_budget_hours", hours=fmt_hours(best["hours"]))
+        self.budget_pick = best["gpu"]
+        return " " + self.t("fit_budget_best", budget=fmt_money(budget, cur), card=best["name"],
+                            price=fmt_money(float(prices[best["gpu"]]), cur), how=how)
+
     def _draw_matrix(self, spec) -> None:
         df = self.matrix.for_model(spec.id)
         valid = self.matrix.min_gpus[self.matrix.models.index(spec.id)]  # formats × cards
@@ -330,10 +352,10 @@ class QuantFitPage(Page):
                     color = next(c for lim, c in CELL_COLORS if n <= lim)
                     cells.append(f"<td style='background:{color}' data-n='{n}'>{n}</td>")
             rows.append(f"<tr data-id='{gid}'><td class='gc-l'>{html.escape(names.get(gid, gid))}</td>{''.join(cells)}</tr>")
-        self.matrix_html.value = (f"<h4>{html.escape(self.t('fit_matrix_title', model=spec.id))}</h4>"
+        self.matrix_html.value = (f"<details><summary>{html.escape(self.t('fit_matrix_title', model=spec.id))}</summary>"
                                   f"<p class='gc-help'>{html.escape(self.t('fit_matrix_help'))}</p>"
-                                  f"<div style='overflow-x:auto'><table><thead><tr><th>{html.escape(self.t('fit_col_card'))}</th>"
-                                  f"{head}</tr></thead><tbody>{''.join(rows)}</tbody></table></div>")
+                                  f"<div class='gc-wide'><table><thead><tr><th>{html.escape(self.t('fit_col_card'))}</th>"
+                                  f"{head}</tr></thead><tbody>{''.join(rows)}</tbody></table></div></details>")
 
     def _draw_speed(self, s: Setup) -> None:
         cur = self.state.currency
@@ -355,11 +377,12 @@ class QuantFitPage(Page):
                 f"<td>{r['tokens_per_s']:,.0f}</td><td>{r['hours']:,.1f}</td><td>{_fmt(r['cloud'], 2)}</td>"
                 f"<td>{_fmt(r['new'], 2)}</td><td>{_fmt(r['used'], 2)}</td></tr>"
                 for r in self.speed_rows)
-            help_ = t("fit_train_help", tokens=f"{self.train_tokens.value:g}", years=f"{Ownership().years:g}",
+            help_ = t("fit_train_help", tokens=f"{self.val('train_tokens') / 1e6:,.0f}", years=f"{Ownership().years:g}",
                       util=f"{Ownership().utilization * 100:.0f}")
-        self.speed_html.value = (f"<h4>{html.escape(t('fit_speed_title'))}</h4><p class='gc-help'>{html.escape(help_)}</p>"
-                                 "<table><thead><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in heads)
-                                 + f"</tr></thead><tbody>{body}</tbody></table>")
+        self.speed_html.value = (f"<details><summary>{html.escape(t('fit_speed_title'))}</summary>"
+                                 f"<p class='gc-help'>{html.escape(help_)}</p>"
+                                 "<div class='gc-wide'><table><thead><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in heads)
+                                 + f"</tr></thead><tbody>{body}</tbody></table></div></details>")
 
     def _draw_quality(self) -> None:
         rows = []
@@ -381,7 +404,7 @@ class QuantFitPage(Page):
         body = []
         for r in summ.to_dict(orient="records"):
             bound = "—" if math.isnan(r["bound_pct"]) else f"≤ {r['bound_pct']:g} %"
-            body.append(f"<tr><td class='gc-l'>{html.escape(r['category'])}</td><td>{r['rows']}</td>"
+            body.append(f"<tr><td class='gc-l'>{html.escape(self.t('fit_errcat_' + r['category']))}</td><td>{r['rows']}</td>"
                         f"<td>{r['validation_rows']} / {r['calibration_rows']} / {r['skipped']}</td>"
                         f"<td>{_pct(r['median_abs_error_pct'])}</td><td>{_pct(r['p90_abs_error_pct'])}</td>"
                         f"<td>{_pct(r['median_abs_error_all_pct'])}</td><td>{bound}</td></tr>")
@@ -397,13 +420,14 @@ class QuantFitPage(Page):
                          f"<td>{e.compute_efficiency:.3f}</td>"
                          f"<td class='gc-l'>{html.escape(', '.join(e.calibration_rows) or e.borrowed_from or '—')}</td>"
                          f"<td class='gc-l gc-help'>{html.escape(e.source)}</td></tr>")
-        self.errors_html.value = (f"<h4>{html.escape(self.t('fit_errors_title'))}</h4>"
-                                  f"<p class='gc-help'>{html.escape(self.t('fit_errors_help'))}</p><table><thead><tr>"
+        self.errors_html.value = (f"<details><summary>{html.escape(self.t('fit_errors_title'))}</summary>"
+                                  f"<p class='gc-help'>{html.escape(self.t('fit_errors_help'))}</p>"
+                                  "<div class='gc-wide'><table><thead><tr>"
                                   + "".join(f"<th>{html.escape(h)}</th>" for h in heads)
-                                  + f"</tr></thead><tbody>{''.join(body)}</tbody></table>"
+                                  + f"</tr></thead><tbody>{''.join(body)}</tbody></table></div>"
                                   + f"<details><summary>{html.escape(self.t('fit_factors_title'))}</summary><table><thead><tr>"
                                   + "".join(f"<th>{html.escape(h)}</th>" for h in fheads)
-                                  + f"</tr></thead><tbody>{''.join(frows)}</tbody></table></details>")
+                                  + f"</tr></thead><tbody>{''.join(frows)}</tbody></table></details></details>")
 
     def results_record(self) -> dict:
         rec = super().results_record()
@@ -420,7 +444,7 @@ class QuantFitPage(Page):
                        for gid, row in self.matrix.for_model(self.est.model).iterrows()},
             "speed": self.speed_rows[:60], "bars": len(self.fig.data),
             "quality_rows": len(self._formats), "errors": getattr(self, "error_rows", []),
-            "summary": self.summary.value,
+            "summary": self.summary.value, "budget_pick": getattr(self, "budget_pick", None),
         })
         return rec
 

@@ -7,14 +7,15 @@ from __future__ import annotations
 import html
 import math
 import re
+from dataclasses import replace
 
 import ipywidgets as w
 import plotly.graph_objects as go
 
-from gpucost import claims
+from gpucost import claims, tco
 from gpucost.catalog import derived
 from gpucost.errors import GpucostError
-from gpucost.ui.shell import Page
+from gpucost.ui.shell import Page, spec_text
 
 VERDICT_COLORS = {"holds": "#1d6b2a", "overstated": "#a40000", "understated": "#1f5fa8", "depends": "#8a5300",
                   "unsupported": "#666666"}
@@ -75,6 +76,7 @@ class RulesOfThumbPage(Page):
         self.card_errors: dict[str, str] = {}
         self.cards: dict[str, dict] = {}
         self.figs: dict[str, object] = {}
+        self._card_fields: dict[str, list[str]] = {}
         super().__init__(lang=lang, currency=currency, catalog=catalog)
 
     # -- build -----------------------------------------------------------------------------------
@@ -88,20 +90,25 @@ class RulesOfThumbPage(Page):
         return out
 
     def _widget_for(self, cid: str, spec: claims.InputSpec, value) -> w.Widget:
+        """The input's box (label above, as every page's fields), its widget in :attr:`cards`."""
         k = spec.kind
         if k == "bool":
             wid = w.Checkbox(value=bool(str(value).lower() in ("1", "true", "yes") if isinstance(value, str)
-                                        else value), indent=False, style=_STYLE, layout=_IN_LAYOUT)
-        elif k in ("float", "int"):
-            cls = w.IntText if k == "int" else w.FloatText
-            try:
-                v = int(float(value)) if k == "int" else float(value)
-            except (TypeError, ValueError):
-                v = 0
-            wid = cls(value=v, continuous_update=False, style=_STYLE, layout=_IN_LAYOUT)
-        elif k in ("optfloat", "str"):
-            wid = w.Text(value="" if value is None else str(value), continuous_update=False, style=_STYLE,
-                         layout=_IN_LAYOUT)
+                                        else value), indent=False, layout=_IN_LAYOUT)
+            self.label(wid, f"claims_in_{spec.name}")
+        elif k in ("float", "int", "optfloat"):
+            name = f"{cid}.{spec.name}"
+            number = spec.spec if k != "optfloat" else replace(spec.spec, optional=True)
+            box = self.spec_field(name, number, None, f"claims_in_{spec.name}", css=f"gc-in-{spec.name.replace('_', '-')}",
+                                  on_change=lambda _ch, cid=cid: self._on_input(cid))
+            self.fields[name].widget.value = "" if value is None else spec_text(number, value)
+            self.fields[name].last = self._checked(number, value)
+            box.layout = w.Layout(width="280px", margin="0 0 0.2em 0")
+            self._card_fields.setdefault(cid, []).append(name)
+            return box
+        elif k == "str":
+            wid = w.Text(value="" if value is None else str(value), continuous_update=False,
+                         layout=w.Layout(width="95%"))
         else:
             choices = claims.input_choices(spec, self.catalog)
             if k in ("gpu", "gpu_or_any") and str(value):
@@ -113,18 +120,33 @@ class RulesOfThumbPage(Page):
             opts = list(choices)
             if val not in opts:
                 opts.append(val)  # a value set by the notebook; the engine says what is wrong with it
-            wid = w.Dropdown(options=self._options(spec, opts), value=val, style=_STYLE, layout=_IN_LAYOUT)
+            wid = w.Dropdown(options=self._options(spec, opts), value=val, layout=w.Layout(width="95%"))
         wid.add_class(f"gc-in-{spec.name.replace('_', '-')}")
-        self.label(wid, f"claims_in_{spec.name}")
         wid.observe(lambda _ch, cid=cid: self._on_input(cid), names="value")
-        return wid
+        self._widget = wid
+        if k == "bool":
+            return wid
+        box = self.field(f"claims_in_{spec.name}", wid)
+        box.layout = w.Layout(width="280px", margin="0 0 0.2em 0")
+        return box
+
+    @staticmethod
+    def _checked(spec, value):
+        try:
+            return spec.check(value)
+        except GpucostError:
+            return None
 
     def _options(self, spec: claims.InputSpec, values) -> list[tuple[str, str]]:
         if spec.kind in ("gpu", "gpu_or_any"):
             names = derived(self.catalog.gpus, "option_names", lambda g: {
                 i: f"{n} ({v:g} GiB)" for i, n, v in zip(g["id"], g["name"], g["vram_gib"], strict=True)})
             return [(self.t("any") if v == "" else names.get(v, v), v) for v in values]
-        return [(self.t("any") if v == "" else str(v), v) for v in values]
+        if spec.kind == "scenario":
+            titles = {s["name"]: (s.get("title_zh") if self.state.lang == "zh" and s.get("title_zh") else s["title"])
+                      for s in tco.list_scenarios()}
+            return [(titles.get(v, v).split(" — ")[0].split("——")[0], v) for v in values]
+        return [(self.t("any") if v == "" else self.opt(v), v) for v in values]
 
     def build(self) -> None:
         init = self._initial()
@@ -149,13 +171,14 @@ class RulesOfThumbPage(Page):
             text, foot = w.HTML(), w.HTML()
             text.add_class("gc-claim-text")
             foot.add_class("gc-claim-msg")
-            widgets = {}
+            widgets, shown = {}, []
             for spec in d.inputs:
                 if spec.kind == "currency":
                     continue  # the page's currency drives every claim
-                widgets[spec.name] = self._widget_for(cid, spec, init[cid][spec.name])
-            in_box = w.Box(list(widgets.values()), layout=w.Layout(display="flex", flex_flow="row wrap",
-                                                                    width="100%"))
+                shown.append(self._widget_for(cid, spec, init[cid][spec.name]))
+                field = self.fields.get(f"{cid}.{spec.name}")
+                widgets[spec.name] = field.widget if field is not None else self._widget
+            in_box = w.Box(shown, layout=w.Layout(display="flex", flex_flow="row wrap", width="100%"))
             in_box.add_class("gc-claim-inputs")
             in_title = self.label(w.HTML(), "claims_inputs", "value")
             chart = self.figure_box("gc-claim-chart")
@@ -191,22 +214,40 @@ class RulesOfThumbPage(Page):
         for spec in d.inputs:
             if spec.kind == "currency":
                 vals[spec.name] = self.state.currency
+            elif f"{cid}.{spec.name}" in self.fields:
+                vals[spec.name] = self.val(f"{cid}.{spec.name}")
             else:
                 vals[spec.name] = card["widgets"][spec.name].value
         return vals
 
     def _compute(self, cid: str) -> None:
         card = self.cards[cid]
+        for name in self._card_fields.get(cid, ()):
+            self.invalid.pop(name, None)
         try:
             res = claims.evaluate(cid, self.catalog, **self._values(cid))
         except GpucostError as exc:
             self.card_errors[cid] = card["error"] = str(exc)
             self._draw_foot(cid)
+            self._mark(cid)
             raise
         self.card_errors.pop(cid, None)
         card["error"] = None
         self.results_by_id[cid] = res
         self._draw(cid, res)
+        self._mark(cid)
+
+    def _mark(self, cid: str) -> None:
+        """Grey a card whose verdict is not that of the inputs shown (an invalid input, a rejected value)."""
+        card = self.cards[cid]
+        bad = cid in self.card_errors or any(n in self.invalid for n in self._card_fields.get(cid, ()))
+        for part in (card["head"], card["chart"]):
+            (part.add_class if bad else part.remove_class)("gc-stale")
+
+    def show_validity(self) -> None:
+        """Cards are marked one by one (see :meth:`_mark`); the banner names what to fix."""
+        super().show_validity()
+        self.results.remove_class("gc-stale")
 
     def refresh(self) -> None:
         first = None
@@ -227,13 +268,8 @@ class RulesOfThumbPage(Page):
         except GpucostError:
             pass
         self._summarize()
-        if self.card_errors:
-            self.error = next(iter(self.card_errors.values()))
-            self.status.value = (f'<span class="gc-msg-error">'
-                                 f'{html.escape(self.t("error_input", error=self.error))}</span>')
-        else:
-            self.error = None
-            self.status.value = ""
+        self.error = next(iter(self.card_errors.values())) if self.card_errors else None
+        self.show_validity()
 
     def _reset(self) -> None:
         self._settings = {}
@@ -241,8 +277,14 @@ class RulesOfThumbPage(Page):
         with self.refresh_once():
             for cid, card in self.cards.items():
                 for name, wid in card["widgets"].items():
+                    if f"{cid}.{name}" in self.fields:
+                        continue
                     v = init[cid][name]
                     wid.value = ("" if v is None else str(v)) if isinstance(wid, w.Text) else v
+                for fname in self._card_fields.get(cid, ()):
+                    f = self.fields[fname]
+                    v = init[cid][fname.split(".", 1)[1]]
+                    f.widget.value = spec_text(f.spec, v)
             self.safe_refresh()
 
     def _summarize(self) -> None:

@@ -2,22 +2,34 @@
 
 from __future__ import annotations
 
-import dataclasses
+import base64
 import html
-import math
-from pathlib import Path
 
 import ipywidgets as w
 
 from gpucost import tco
 from gpucost.errors import GpucostError
+from gpucost.i18n import localize
+from gpucost.specs import SPECS, Spec
 from gpucost.ui.chart import TEMPLATE
-from gpucost.ui.shell import Page
+from gpucost.ui.shell import Page, uploaded_file
+from gpucost.units import HOURS_PER_YEAR
 
 COLORS = {"buy-new": "#1f77b4", "buy-used": "#17becf", "lease": "#9467bd", "on-demand": "#d62728",
           "spot": "#ff7f0e", "reserved-1y": "#8c564b", "reserved-3y": "#e377c2", "hybrid": "#2ca02c"}
 #: widget → (scenario key, parameter of Inputs.params it shows, money?)
 _STYLE = {"description_width": "initial"}
+
+
+#: the steady load typed as a share of the owned cards' hours [%]
+_SHARE_SPEC = Spec("float", None, ge=0, le=100, unit="%", optional=True)
+#: the largest scenario file a visitor may upload (the bundled ones are 2–3 KB)
+MAX_SCENARIO_BYTES = 256 * 1024
+
+
+def _short(title: str) -> str:
+    """A preset's name for the dropdown: its title up to the dash (the whole title is shown under it)."""
+    return title.split(" — ")[0].split("——")[0].strip()
 
 
 def _key(oid: str) -> str:
@@ -27,93 +39,116 @@ def _key(oid: str) -> str:
 class ScenarioTcoPage(Page):
     page_id = "tco"
 
-    def __init__(self, scenario: str = "startup", months: int = 0, utilization: float = -1.0,
-                 electricity_per_kwh: float = -1.0, mc_draws: int = 2000, lang: str = "en",
-                 currency: str | None = None, catalog=None):
+    def __init__(self, scenario: str = "your-need", months: int = 0, utilization: float = -1.0,
+                 electricity_per_kwh: float = -1.0, mc_draws: int = 2000, gpu: str = "", cloud_gpu: str = "",
+                 count: int = 0, gpu_hours_per_year: float = -1.0, lang: str = "en", currency: str | None = None,
+                 catalog=None):
         self._init = dict(scenario=scenario, months=months, utilization=utilization,
-                          electricity_per_kwh=electricity_per_kwh, mc_draws=mc_draws)
+                          electricity_per_kwh=electricity_per_kwh, mc_draws=mc_draws, gpu=gpu, cloud_gpu=cloud_gpu,
+                          count=count, gpu_hours_per_year=gpu_hours_per_year)
         self.scenario: tco.Scenario | None = None
         self.inputs_resolved: tco.Inputs | None = None
         self.result: tco.TcoResult | None = None
         self.tornado_result: tco.TornadoResult | None = None
         self.mc_result: tco.MonteCarloResult | None = None
+        self.upload_error: str | None = None
+        self.measured: str | None = None  # "probe" / "demo": the load came from page 04's link
         self._populated: dict[str, object] = {}
         self._busy = False
         self._mc_running = False
         self._last_resolved: tuple | None = None
+        self._uploaded: tco.Scenario | None = None
         super().__init__(lang=lang, currency=currency, catalog=catalog)
 
     # -- build -----------------------------------------------------------------------------------
-    def _text(self, cls: str) -> w.Text:
-        t = w.Text(continuous_update=False, style=_STYLE, layout=w.Layout(width="95%"))
-        t.add_class(cls)
-        return t
+    def _spec(self, key: str, **changes) -> Spec:
+        return tco.FIELDS[key].spec.with_default(None, optional=True, **changes)
+
+    def _text(self, name: str, spec: Spec, label_key: str, help_key: str | None = None) -> w.VBox:
+        return self.spec_field(name, spec, None, label_key, help_key, css=f"gc-tco-{name.replace('_', '-')}",
+                               on_change=lambda _: None if self._busy else self.safe_refresh())
 
     def build(self) -> None:
-        names = [s["name"] for s in tco.list_scenarios()]
+        self._scenarios = tco.list_scenarios()
+        names = [s["name"] for s in self._scenarios]
         first = self._init["scenario"] if self._init["scenario"] in names else (names[0] if names else "")
-        self.picker = w.Dropdown(options=names, value=first or None, style=_STYLE)
+        self.picker = w.Dropdown(options=names, value=first or None, layout=w.Layout(width="95%"))
         self.picker.add_class("gc-tco-scenario")
         self.about = w.HTML()
         self.about.add_class("gc-help")
-        self.months = w.IntSlider(value=36, min=6, max=120, step=6, continuous_update=False, style=_STYLE,
+        gpus = self.catalog.gpus
+        self._gpu_options = list(zip(gpus["name"], gpus["id"], strict=True))
+        self.owned_gpu = w.Dropdown(options=self._gpu_options, layout=w.Layout(width="95%"))
+        self.owned_gpu.add_class("gc-tco-owned-gpu")
+        self.cloud_gpu = w.Dropdown(options=self._gpu_options, layout=w.Layout(width="95%"))
+        self.cloud_gpu.add_class("gc-tco-cloud-gpu")
+        self.load_mode = w.RadioButtons(options=[("hours", "hours"), ("share", "share")], value="hours",
+                                        layout=w.Layout(width="95%"))
+        self.load_mode.add_class("gc-tco-load-mode")
+        self.months = w.IntSlider(value=36, min=6, max=120, step=6, continuous_update=False,
                                   layout=w.Layout(width="95%"))
         self.months.add_class("gc-tco-months")
-        self.count = w.BoundedIntText(value=1, min=1, max=100000, style=_STYLE)
-        self.count.add_class("gc-tco-count")
-        self.util = w.FloatSlider(value=0.5, min=0, max=1, step=0.01, continuous_update=False,
-                                  readout_format=".0%", style=_STYLE, layout=w.Layout(width="95%"))
-        self.util.add_class("gc-tco-util")
         self.growth = w.FloatSlider(value=0.0, min=-0.5, max=2, step=0.05, continuous_update=False,
-                                    readout_format=".0%", style=_STYLE, layout=w.Layout(width="95%"))
+                                    readout_format=".0%", layout=w.Layout(width="95%"))
         self.growth.add_class("gc-tco-growth")
-        self.kwh = self._text("gc-tco-kwh")
-        self.kwh_msg = self.message_box()
-        self.pue = self._text("gc-tco-pue")
-        self.pue_msg = self.message_box()
-        self.host = self._text("gc-tco-host")
-        self.host_msg = self.message_box()
+        self.site = w.Dropdown(options=list(tco.SITES), layout=w.Layout(width="95%"))
+        self.site.add_class("gc-tco-site")
         self.resale = w.FloatSlider(value=0.8, min=0.3, max=1.0, step=0.01, continuous_update=False,
-                                    readout_format=".2f", style=_STYLE, layout=w.Layout(width="95%"))
+                                    readout_format=".2f", layout=w.Layout(width="95%"))
         self.resale.add_class("gc-tco-resale")
-        self.rate = self._text("gc-tco-rate")
-        self.rate_msg = self.message_box()
-        self.bucket = w.Dropdown(options=list(tco.SPOT_BUCKETS), style=_STYLE)
+        self.bucket = w.Dropdown(options=list(tco.SPOT_BUCKETS), layout=w.Layout(width="95%"))
         self.bucket.add_class("gc-tco-bucket")
-        self.ckpt = self._text("gc-tco-ckpt")
-        self.ckpt_msg = self.message_box()
-        self.restart = self._text("gc-tco-restart")
-        self.restart_msg = self.message_box()
         self.headroom = w.FloatSlider(value=0.3, min=0, max=1, step=0.05, continuous_update=False,
-                                      readout_format=".0%", style=_STYLE, layout=w.Layout(width="95%"))
+                                      readout_format=".0%", layout=w.Layout(width="95%"))
         self.headroom.add_class("gc-tco-headroom")
-        self.mc_draws = w.BoundedIntText(value=int(self._init["mc_draws"]), min=0, max=100000, step=1000,
-                                         style=_STYLE)
-        self.mc_draws.add_class("gc-tco-mc")
         self.progress = w.IntProgress(value=0, min=0, max=100, layout=w.Layout(width="95%"))
         self.progress.add_class("gc-tco-progress")
-        self.save_name = self._text("gc-tco-save-name")
-        self.save_overwrite = w.Checkbox(value=False, style=_STYLE)
-        self.save_button = w.Button(icon="save")
-        self.save_button.add_class("gc-tco-save")
-        self.save_msg = self.message_box()
-        self.save_button.on_click(self._save)
-        for wid, key in ((self.picker, "tco_scenario"), (self.months, "tco_months"), (self.count, "tco_count"),
-                         (self.util, "tco_util"), (self.growth, "tco_growth"), (self.kwh, "tco_kwh"),
-                         (self.pue, "tco_pue"), (self.host, "tco_host"), (self.resale, "tco_resale"),
-                         (self.rate, "tco_rate"), (self.bucket, "tco_bucket"), (self.ckpt, "tco_ckpt"),
-                         (self.restart, "tco_restart"), (self.headroom, "tco_headroom"),
-                         (self.mc_draws, "tco_mc_draws"), (self.save_name, "tco_save_name"),
-                         (self.save_overwrite, "tco_save_overwrite"), (self.save_button, "tco_save")):
-            self.label(wid, key)
-        self.inputs.children = [
-            self.picker, self.about, self.months, self.count, self.util, self.help_line("tco_util_help"),
-            self.growth, self.kwh, self.kwh_msg, self.pue, self.pue_msg, self.host, self.host_msg,
-            self.resale, self.help_line("tco_resale_help"), self.rate, self.rate_msg, self.bucket,
-            self.help_line("tco_bucket_help"), self.ckpt, self.ckpt_msg, self.restart, self.restart_msg,
-            self.headroom, self.help_line("tco_headroom_help"), self.mc_draws, self.progress,
-            self.label(w.HTML(), "tco_save_title", "value"), self.save_name, self.save_overwrite,
-            self.save_button, self.save_msg, *self.shell_inputs()]
+        self.jobs_box = w.VBox(layout=w.Layout(width="100%"))
+        self.jobs_box.add_class("gc-tco-jobs")
+        self._job_checks: list[w.Checkbox] = []
+        need = [
+            self.field("tco_scenario", self.picker), self.about,
+            self.field("tco_owned_gpu", self.owned_gpu), self.field("tco_cloud_gpu", self.cloud_gpu),
+            self._text("count", SPECS["gpus"].with_default(None), "tco_count"),
+            self.field("tco_load_mode", self.load_mode),
+            self._text("load", self._spec("demand.gpu_hours_per_year"), "tco_load_hours", "tco_load_help"),
+            self.field("tco_growth", self.growth), self.field("tco_months", self.months),
+            self.field("tco_site", self.site),
+            self._text("burst_hours", self._spec("demand.bursts.gpu_hours"), "tco_burst_hours"),
+            self._text("burst_every", self._spec("demand.bursts.every_months"), "tco_burst_every"),
+            self.field("tco_jobs", self.jobs_box)]
+        self.load_label = self.fields["load"].box.children[0]
+        more = [
+            self._text("kwh", self._spec("owned.electricity_per_kwh"), "tco_kwh"),
+            self._text("pue", self._spec("owned.pue"), "tco_pue"),
+            self._text("host", self._spec("owned.host_cost_per_gpu"), "tco_host"),
+            self.field("tco_resale", self.resale, "tco_resale_help"),
+            self._text("rate", Spec("float", None, ge=0, le=100, unit="%", optional=True), "tco_rate"),
+            self.field("tco_bucket", self.bucket, "tco_bucket_help"),
+            self._text("ckpt", self._spec("spot.checkpoint_minutes"), "tco_ckpt"),
+            self._text("restart", self._spec("spot.restart_minutes"), "tco_restart"),
+            self.field("tco_headroom", self.headroom, "tco_headroom_help"),
+            self._text("mc_draws", SPECS["monte_carlo_draws"].with_default(None), "tco_mc_draws"), self.progress]
+        self.more = w.Accordion(children=[w.VBox(more, layout=w.Layout(width="100%"))], selected_index=None,
+                                layout=w.Layout(width="100%"))
+        self.more.add_class("gc-tco-more")
+        self.download = w.HTML()
+        self.download.add_class("gc-tco-download")
+        self.scenario_upload = w.FileUpload(accept=".yaml,.yml", multiple=False, layout=w.Layout(width="auto"))
+        self.scenario_upload.add_class("gc-tco-upload")
+        self.label(self.scenario_upload, "tco_upload_button")
+        self.scenario_upload_msg = w.HTML()
+        self.scenario_upload_msg.add_class("gc-tco-upload-msg")
+        self.scenario_upload.observe(self._on_scenario_upload, names="value")
+        files = [self.label(w.HTML(), "tco_file_title", "value"), self.download, self.scenario_upload,
+                 self.help_line("tco_file_help"), self.scenario_upload_msg]
+        self.inputs.children = [self.label(w.HTML(), "tco_need_title", "value"), *need, self.more, *files,
+                                *self.shell_inputs()]
+        self.count, self.load = self.fields["count"].widget, self.fields["load"].widget
+        self.kwh, self.pue, self.host = (self.fields[k].widget for k in ("kwh", "pue", "host"))
+        self.rate, self.ckpt, self.restart = (self.fields[k].widget for k in ("rate", "ckpt", "restart"))
+        self.mc_draws = self.fields["mc_draws"].widget
+        self.fields["mc_draws"].widget.value = str(int(self._init["mc_draws"]))
 
         self.summary = w.HTML()
         self.summary.add_class("gc-summary")
@@ -124,9 +159,8 @@ class ScenarioTcoPage(Page):
         self.table.add_class("gc-tco-table")
         self.breakeven = w.HTML()
         self.breakeven.add_class("gc-table")
-        self.tornado_option = w.Dropdown(style=_STYLE)
+        self.tornado_option = w.Dropdown(layout=w.Layout(width="320px", max_width="95%"))
         self.tornado_option.add_class("gc-tco-tornado-option")
-        self.label(self.tornado_option, "tco_tornado_option")
         tornado_box = self.chart("tornado_fig", "gc-tco-tornado-chart", height=340,
                                  margin=dict(l=170, r=20, t=40, b=40), template=TEMPLATE, barmode="overlay",
                                  showlegend=True, legend=dict(orientation="h", y=-0.15))
@@ -135,68 +169,185 @@ class ScenarioTcoPage(Page):
         self.mc_table = w.HTML()
         self.mc_table.add_class("gc-table")
         self.details = w.HTML()
-        self.results.children = [self.summary, self.fig_box, self.table, self.breakeven, self.tornado_option,
-                                 tornado_box, mc_box, self.mc_table, self.details]
+        self.results.children = [self.summary, self.fig_box, self.table, self.breakeven,
+                                 self.field("tco_tornado_option", self.tornado_option), tornado_box, mc_box,
+                                 self.mc_table, self.details]
 
         self._load_scenario(first, initial=True)
         self.picker.observe(self._picked, names="value")
-        for wid in (self.months, self.count, self.util, self.growth, self.kwh, self.pue, self.host, self.resale,
-                    self.rate, self.bucket, self.ckpt, self.restart, self.headroom, self.mc_draws):
+        self.load_mode.observe(self._load_mode_changed, names="value")
+        for wid in (self.owned_gpu, self.cloud_gpu, self.months, self.growth, self.site, self.resale,
+                    self.bucket, self.headroom):
             wid.observe(lambda _: None if self._busy else self.safe_refresh(), names="value")
         self.tornado_option.observe(lambda _: None if self._busy else self._draw_tornado(), names="value")
 
     # -- scenario → widgets ------------------------------------------------------------------------
     def _picked(self, change) -> None:
+        if self._busy or change["new"] in ("", None):
+            return
         with self.refresh_once():  # the scenario sets many inputs: one computation for all of them
             try:
                 self._load_scenario(change["new"])
+                if self._uploaded is not None:
+                    self._uploaded = None
+                    self.relabel()
             except GpucostError as exc:
                 self.error = str(exc)
-                self.status.value = (f'<span class="gc-msg-error">'
-                                     f'{html.escape(self.t("error_input", error=str(exc)))}</span>')
+                self.show_validity()
                 return
             self.safe_refresh()
 
-    def _load_scenario(self, name: str, initial: bool = False) -> None:
-        if not name:
+    def _set_text(self, name: str, value, fmt: str = "{:.6g}") -> None:
+        f = self.fields[name]
+        f.widget.value = "" if value is None or value != value else fmt.format(value)
+        f.last = None if value is None or value != value else float(fmt.format(value))
+        f.message.value = ""
+        f.box.remove_class("gc-field-bad")
+
+    def _load_scenario(self, name: str, initial: bool = False, scenario: tco.Scenario | None = None) -> None:
+        if not name and scenario is None:
             raise GpucostError(self.t("tco_no_scenarios"))
-        sc = tco.load_scenario(name)
+        sc = scenario or tco.load_scenario(name)
         inp = self._resolve(sc)
         p = inp.params
         self.scenario = sc
         self._busy = True
         try:
-            months = int(self._init["months"]) if initial and self._init["months"] else inp.horizon_months
+            i = self._init if initial else {}
+            months = int(i.get("months") or 0) or inp.horizon_months
             self.months.value = max(self.months.min, min(self.months.max, months))
-            self.count.value = int(p.owned.count)
-            util = self._init["utilization"] if initial and self._init["utilization"] >= 0 else p.demand.base_utilization
-            self.util.max = max(1.0, float(util))
-            self.util.value = float(util)
+            self.owned_gpu.value = sc.values["owned.gpu"] if sc.values["owned.gpu"] in dict(
+                (v, k) for k, v in self._gpu_options) else self._gpu_options[0][1]
+            cloud = sc.values.get("cloud.gpu") or sc.values["owned.gpu"]
+            self.cloud_gpu.value = cloud if cloud in dict((v, k) for k, v in self._gpu_options) else self.owned_gpu.value
+            self.site.value = sc.values.get("owned.site") or "office"
+            self._set_text("count", int(p.owned.count), "{:.0f}")
+            self._show_load(sc, p)
             self.growth.value = float(p.demand.growth_per_year)
-            kwh = self._init["electricity_per_kwh"] if initial and self._init["electricity_per_kwh"] >= 0 \
-                else p.owned.electricity_per_kwh
-            self.kwh.value = f"{kwh:.4g}"
-            self.pue.value = f"{p.owned.pue:.3g}"
-            self.host.value = f"{p.owned.host_cost:.6g}"
+            self._set_text("burst_hours", float(sc.values.get("demand.bursts.gpu_hours") or 0.0))
+            self._set_text("burst_every", float(sc.values.get("demand.bursts.every_months") or 1), "{:.0f}")
+            self._set_text("kwh", p.owned.electricity_per_kwh, "{:.4g}")
+            self._set_text("pue", p.owned.pue, "{:.3g}")
+            self._set_text("host", p.owned.host_cost, "{:.6g}")
             self.resale.value = min(1.0, max(0.3, float(p.owned.resale_retention_per_year)))
-            self.rate.value = "" if p.lease.annual_rate != p.lease.annual_rate else f"{100 * p.lease.annual_rate:.3g}"
+            self._set_text("rate", 100 * p.lease.annual_rate, "{:.3g}")
             self.bucket.value = sc.values["spot.interruption_bucket"] or "10-15%"
-            self.ckpt.value = f"{60 * p.spot.checkpoint_hours:.3g}"
-            self.restart.value = f"{60 * p.spot.restart_hours:.3g}"
+            self._set_text("ckpt", 60 * p.spot.checkpoint_hours, "{:.3g}")
+            self._set_text("restart", 60 * p.spot.restart_hours, "{:.3g}")
             self.headroom.value = float(p.hybrid.headroom_fraction)
-            self.save_name.value = f"my-{sc.name}.yaml"
-            for box in (self.kwh_msg, self.pue_msg, self.host_msg, self.rate_msg, self.ckpt_msg, self.restart_msg):
-                self.show_error(box, None)
+            self._job_checks = [w.Checkbox(value=True, indent=False, description=j.name,
+                                           layout=w.Layout(width="95%")) for j in sc.jobs]
+            for cb in self._job_checks:
+                cb.observe(lambda _: None if self._busy else self.safe_refresh(), names="value")
+            self.jobs_box.children = self._job_checks or [self.label(w.HTML(), "tco_no_jobs", "value")]
+            if not self._job_checks:
+                self.jobs_box.children[0].value = self.t("tco_no_jobs")
         finally:
             self._busy = False
-        self._populated = self._widget_values(quiet=True)
+        self._populated = self._widget_values()
         self._money_currency = self.state.currency
         if initial:
-            # parameters given to the page count as the user's changes
-            self._populated["demand.utilization"] = round(float(p.demand.base_utilization), 6)
-            self._populated["owned.electricity_per_kwh"] = float(f"{p.owned.electricity_per_kwh:.4g}")
-            self._populated["horizon_months"] = inp.horizon_months
+            self._apply_init()
         self._relabel_about()
+
+    def _show_load(self, sc: tco.Scenario, p) -> None:
+        """The steady load as the scenario gives it: GPU-hours a year, or a share of the owned cards."""
+        hours = sc.values.get("demand.gpu_hours_per_year")
+        monthly = sc.values.get("demand.gpu_hours_per_month")
+        if hours is None and monthly is not None:
+            hours = float(monthly) * 12
+        if hours is not None:
+            self.load_mode.value = "hours"
+            self.fields["load"].spec = self._spec("demand.gpu_hours_per_year")
+            self._set_text("load", float(hours), "{:.6g}")
+        else:
+            self.load_mode.value = "share"
+            self.fields["load"].spec = _SHARE_SPEC
+            self._set_text("load", 100 * float(p.demand.base_utilization), "{:.4g}")
+        self._label_load()
+
+    def _label_load(self) -> None:
+        self.load_label.value = html.escape(self.t(f"tco_load_{self.load_mode.value}"))
+
+    def _apply_init(self) -> None:
+        """Page parameters (papermill, the URL) count as the user's edits."""
+        i = self._init
+        self._busy = True
+        try:
+            if i["utilization"] is not None and float(i["utilization"]) >= 0:
+                self._set_share(float(i["utilization"]))
+            if i["gpu_hours_per_year"] is not None and float(i["gpu_hours_per_year"]) >= 0:
+                self.load_mode.value = "hours"
+                self.fields["load"].spec = self._spec("demand.gpu_hours_per_year")
+                self._set_text("load", float(i["gpu_hours_per_year"]))
+                self._label_load()
+            if i["electricity_per_kwh"] is not None and float(i["electricity_per_kwh"]) >= 0:
+                self._set_text("kwh", float(i["electricity_per_kwh"]), "{:.4g}")
+            self._set_gpu(i.get("gpu"), i.get("cloud_gpu"))
+            if i.get("count"):
+                self._set_text("count", int(i["count"]), "{:.0f}")
+        finally:
+            self._busy = False
+
+    def _set_share(self, utilization: float) -> None:
+        self.load_mode.value = "share"
+        self.fields["load"].spec = _SHARE_SPEC
+        self._set_text("load", 100 * utilization, "{:.4g}")
+        self._label_load()
+
+    def _set_gpu(self, gpu: str | None, cloud: str | None = None) -> None:
+        for name, dd in ((gpu, self.owned_gpu), (cloud or gpu, self.cloud_gpu)):
+            if not name:
+                continue
+            try:
+                dd.value = self.catalog.gpu_id(str(name))
+            except GpucostError:
+                continue
+
+    def apply_params(self, params: dict) -> None:
+        """URL parameters: ``scenario``, ``gpu``, ``cloud_gpu``, ``count``, ``utilization`` (0–1, e.g. from
+        page 04's link, with ``measured=probe|demo``) or ``gpu_hours_per_year``."""
+        if params.get("scenario") in self.picker.options:
+            self.picker.value = params["scenario"]
+        self._busy = True
+        try:
+            self._set_gpu(params.get("gpu"), params.get("cloud_gpu"))
+            for key, setter in (("count", lambda v: self._set_text("count", int(v), "{:.0f}")),
+                                ("utilization", lambda v: self._set_share(min(1.0, max(0.0, float(v))))),
+                                ("gpu_hours_per_year", lambda v: (setattr(self.load_mode, "value", "hours"),
+                                                                  self._load_hours(float(v))))):
+                if key in params:
+                    try:
+                        setter(params[key])
+                    except (TypeError, ValueError):
+                        continue
+            if params.get("measured") in ("probe", "demo"):
+                self.measured = params["measured"]
+        finally:
+            self._busy = False
+        self.safe_refresh()
+
+    def _load_hours(self, hours: float) -> None:
+        self.fields["load"].spec = self._spec("demand.gpu_hours_per_year")
+        self._set_text("load", hours)
+        self._label_load()
+
+    def _load_mode_changed(self, change) -> None:
+        """Switch how the load is typed, converting the value (hours a year ↔ share of the owned cards)."""
+        if self._busy:
+            return
+        cards = self.val("count") or 1
+        value = self.val("load")
+        year = cards * HOURS_PER_YEAR
+        self._busy = True
+        try:
+            if change["new"] == "share":
+                self._set_share(min(1.0, (value or 0) / year))
+            else:
+                self._load_hours(round((value or 0) / 100 * year))
+        finally:
+            self._busy = False
+        self.safe_refresh()
 
     def _relabel_about(self) -> None:
         if self.scenario is None:
@@ -207,49 +358,34 @@ class ScenarioTcoPage(Page):
         self.about.value = f"<b>{html.escape(title)}</b><br>{html.escape(desc)}"
 
     # -- widgets → scenario ------------------------------------------------------------------------
-    def _number(self, text: w.Text, box: w.HTML, what: str, lo: float, hi: float, quiet: bool = False):
-        raw = text.value.strip().replace(",", "")
-        if raw == "":
-            if not quiet:
-                self.show_error(box, None)
-            return None
-        try:
-            val = float(raw)
-        except ValueError:
-            val = math.nan
-        if not (lo <= val <= hi):
-            if quiet:
-                return None
-            msg = self.t("tco_bad_number", what=what, value=raw, lo=f"{lo:g}", hi=f"{hi:g}")
-            self.show_error(box, msg)
-            raise GpucostError(msg)
-        if not quiet:
-            self.show_error(box, None)
-        return val
-
-    def _widget_values(self, quiet: bool = False) -> dict[str, object]:
-        cur = self.state.currency
+    def _widget_values(self) -> dict[str, object]:
         out: dict[str, object] = {
-            "horizon_months": int(self.months.value), "owned.count": int(self.count.value),
-            "demand.utilization": round(float(self.util.value), 6),
+            "horizon_months": int(self.months.value), "owned.gpu": self.owned_gpu.value,
+            "cloud.gpu": self.cloud_gpu.value, "owned.site": self.site.value,
             "demand.growth_per_year": float(self.growth.value),
             "owned.resale_retention_per_year": float(self.resale.value),
             "spot.interruption_bucket": self.bucket.value, "hybrid.headroom": float(self.headroom.value),
         }
-        checks = (("owned.electricity_per_kwh", self.kwh, self.kwh_msg, self.t("tco_kwh_what"), 0, 100),
-                  ("owned.pue", self.pue, self.pue_msg, "PUE", 1, 5),
-                  ("owned.host_cost_per_gpu", self.host, self.host_msg, self.t("tco_host_what"), 0, 1e9),
-                  ("lease.annual_rate", self.rate, self.rate_msg, self.t("tco_rate_what"), 0, 100),
-                  ("spot.checkpoint_minutes", self.ckpt, self.ckpt_msg, self.t("tco_ckpt_what"), 0, 10000),
-                  ("spot.restart_minutes", self.restart, self.restart_msg, self.t("tco_restart_what"), 0, 10000))
-        for key, text, box, what, lo, hi in checks:
-            val = self._number(text, box, what, lo, hi, quiet=quiet)
-            if val is None:
-                continue
-            if key == "lease.annual_rate":
-                val = val / 100
-            out[key] = val
-        out["_currency"] = cur
+        count = self.val("count")
+        if count is not None:
+            out["owned.count"] = int(count)
+        load = self.val("load")
+        if load is not None:
+            if self.load_mode.value == "hours":
+                out["demand.gpu_hours_per_year"] = float(load)
+            else:
+                out["demand.utilization"] = round(float(load) / 100, 6)
+        for key, name, scale in (("demand.bursts.gpu_hours", "burst_hours", 1), ("owned.electricity_per_kwh", "kwh", 1),
+                                 ("owned.pue", "pue", 1), ("owned.host_cost_per_gpu", "host", 1),
+                                 ("lease.annual_rate", "rate", 0.01), ("spot.checkpoint_minutes", "ckpt", 1),
+                                 ("spot.restart_minutes", "restart", 1)):
+            val = self.val(name)
+            if val is not None:
+                out[key] = float(val) * scale
+        every = self.val("burst_every")
+        if every is not None:
+            out["demand.bursts.every_months"] = int(every)
+        out["_currency"] = self.state.currency
         return out
 
     def _changes(self) -> dict[str, object]:
@@ -267,8 +403,8 @@ class ScenarioTcoPage(Page):
             changes["owned.host"] = None
         if "spot.interruption_bucket" in changes:
             changes["spot.interruptions_per_month"] = None
-        if "demand.utilization" in changes:
-            changes["demand.gpu_hours_per_month"] = None
+        if "owned.gpu" in changes and "owned.host_cost_per_gpu" not in changes:
+            changes.pop("owned.price_new", None)
         return changes
 
     def current_scenario(self) -> tco.Scenario:
@@ -276,7 +412,15 @@ class ScenarioTcoPage(Page):
         if self.scenario is None:
             raise GpucostError(self.t("tco_no_scenarios"))
         changes = self._changes()
-        return self.scenario.updated(changes) if changes else self.scenario
+        jobs = None
+        if self._job_checks and not all(cb.value for cb in self._job_checks):
+            jobs = [j for j, cb in zip(self.scenario.jobs, self._job_checks, strict=True) if cb.value]
+        if "owned.gpu" in changes:  # the preset's prices and host were for its own card
+            changes.update({"owned.price_new": None, "owned.price_used": None, "owned.tdp_w": None})
+        if "cloud.gpu" in changes:
+            changes.update({k: None for k in ("cloud.on_demand_price", "cloud.spot_price", "cloud.reserved_1y_price",
+                                              "cloud.reserved_3y_price", "cloud.instance", "cloud.relative_speed")})
+        return self.scenario.updated(changes, jobs=jobs) if changes or jobs is not None else self.scenario
 
     def _resolve(self, sc: tco.Scenario, months: int | None = None) -> tco.Inputs:
         """``tco.resolve`` in the display currency; a scenario just picked is resolved once, not again for
@@ -289,6 +433,38 @@ class ScenarioTcoPage(Page):
         self._last_resolved = (sc, self.catalog, self.state.currency, months, inp)
         return inp
 
+    # -- scenario files, in the visitor's browser ------------------------------------------------------
+    def _on_scenario_upload(self, change) -> None:
+        upload = uploaded_file(change, "scenario.yaml")
+        if upload is None:
+            return
+        name, content = upload
+        try:
+            if len(content) > MAX_SCENARIO_BYTES:
+                raise GpucostError(self.t("tco_upload_too_big", kb=MAX_SCENARIO_BYTES // 1024))
+            text = content.decode("utf-8")
+            sc = tco.parse_scenario_text(text, name, default_name="uploaded")
+            with self.refresh_once():
+                self._load_scenario("", scenario=sc)
+                self._uploaded = sc
+                self.relabel()
+                self.safe_refresh()
+        except (GpucostError, UnicodeDecodeError) as exc:
+            self.upload_error = str(exc)
+            self.scenario_upload_msg.value = (f'<span class="gc-msg-error">'
+                                              f'{html.escape(self.t("tco_upload_error", error=str(exc)))}</span>')
+            return
+        self.upload_error = None
+        self.scenario_upload_msg.value = (f'<span class="gc-msg-ok">'
+                                          f'{html.escape(self.t("tco_upload_ok", file=name))}</span>')
+
+    def _show_download(self, sc: tco.Scenario) -> None:
+        """A link that downloads the scenario on screen as YAML (made in the browser: nothing is written)."""
+        data = base64.b64encode(sc.to_yaml().encode("utf-8")).decode("ascii")
+        self.download.value = (f'<a class="gc-tco-download-link" download="{html.escape(sc.name)}.yaml" '
+                               f'href="data:application/yaml;base64,{data}">'
+                               f'{html.escape(self.t("tco_download", file=sc.name + ".yaml"))}</a>')
+
     # -- compute -----------------------------------------------------------------------------------
     def _sync_money_currency(self) -> None:
         """Money widgets are typed in the display currency: convert them when it changes."""
@@ -298,13 +474,14 @@ class ScenarioTcoPage(Page):
             return
         self._busy = True
         try:
-            for key, text in (("owned.electricity_per_kwh", self.kwh), ("owned.host_cost_per_gpu", self.host)):
+            for key, name in (("owned.electricity_per_kwh", "kwh"), ("owned.host_cost_per_gpu", "host")):
+                f = self.fields[name]
                 try:
-                    val = float(text.value.strip().replace(",", ""))
+                    val = float(f.widget.value.strip().replace(",", ""))
                 except ValueError:
                     continue
                 fmt = "{:.4g}" if key.endswith("kwh") else "{:.6g}"
-                text.value = fmt.format(float(self.catalog.convert(val, old, new)))
+                self._set_text(name, float(self.catalog.convert(val, old, new)), fmt)
                 if key in self._populated:
                     was = float(self._populated[key])
                     self._populated[key] = float(fmt.format(float(self.catalog.convert(was, old, new))))
@@ -314,11 +491,12 @@ class ScenarioTcoPage(Page):
     def refresh(self) -> None:
         self._sync_money_currency()
         sc = self.current_scenario()
+        self._show_download(sc)
         inp = self._resolve(sc, months=int(self.months.value))
         self.inputs_resolved = inp
         self.result = tco.evaluate(inp)
         self.tornado_result = tco.tornado(inp, self.result)
-        draws = int(self.mc_draws.value)
+        draws = int(self.val("mc_draws") or 0)
         self.progress.value = 0
         self.mc_result = None
         self._mc_running = draws > 0
@@ -333,24 +511,37 @@ class ScenarioTcoPage(Page):
 
     def relabel(self) -> None:
         self._relabel_about()
+        self._busy = True
+        try:
+            self.options(self.site, tco.SITES)
+        finally:
+            self._busy = False
+        self.more.set_title(0, self.t("tco_more"))
+        mode = self.load_mode.value
+        self._busy = True
+        try:
+            self.load_mode.options = [(self.t("tco_load_mode_hours"), "hours"),
+                                      (self.t("tco_load_mode_share"), "share")]
+            self.load_mode.value = mode
+        finally:
+            self._busy = False
+        self._label_load()
+        pick = "" if self._uploaded is not None else self.picker.value
+        lang = self.state.lang
+        self._busy = True  # new option labels are not a new choice
+        try:
+            self.picker.options = [(_short(s.get("title_zh") if lang == "zh" and s.get("title_zh") else s["title"]),
+                                    s["name"]) for s in self._scenarios] + (
+                [(self.t("tco_uploaded"), "")] if self._uploaded is not None else [])
+            self.picker.value = pick
+        finally:
+            self._busy = False
 
     def _name(self, o: tco.OptionResult) -> str:
-        params = dict(o.name_params)
-        if o.id == "hybrid" and self.result is not None and self.result.hybrid is not None:
-            params.update(self._hybrid_words())
-        return self.t(f"tco_name_{_key(o.id)}", **params)
-
-    def _hybrid_words(self) -> dict[str, str]:
-        plan = self.result.hybrid
-        inp = self.inputs_resolved
-        return {"base": self.t(f"tco_base_{_key(plan.base)}", owned=inp.owned_name, cloud=inp.cloud_name),
-                "burst": self.t(f"tco_burst_{_key(plan.burst)}")}
+        return tco.option_name(o.id, o.name_params, self.state.lang)
 
     def _reason(self, o: tco.OptionResult) -> str:
-        params = dict(o.reason_params)
-        if o.id == "hybrid":
-            params.update(self._hybrid_words())
-        return self.t(f"tco_reason_{_key(o.id)}", **params)
+        return tco.option_reason(o.id, o.reason_params, self.state.lang)
 
     def _draw(self) -> None:
         r = self.result
@@ -361,12 +552,22 @@ class ScenarioTcoPage(Page):
                         for o in r.options)
         unav = "".join(f"<li>{html.escape(self.t('tco_unavailable', option=self.t(f'tco_kind_{_key(oid)}')))}: "
                        f"{html.escape(self._unavailable_text(key, prm))}</li>" for oid, key, prm in r.unavailable_keys)
-        warn = "".join(f"<li class='gc-warn'>{html.escape(x)}</li>" for x in r.warnings)
-        self.summary.value = (
-            "<p><b>" + html.escape(self.t("tco_cheapest", months=r.horizon_months, name=names[best.id],
-                                          total=tco.fmt_money(best.total_cost, cur),
-                                          per_hour=tco.fmt_money(best.cost_per_useful_gpu_hour, cur)))
-            + "</b></p><ul class='gc-help'>" + items + unav + warn + "</ul>")
+        warn = "".join(f"<li class='gc-warn'>{html.escape(localize(x, self.state.lang))}</li>" for x in r.warnings)
+        answer = self.t("tco_answer", months=r.horizon_months, need=self._need_words(), name=names[best.id],
+                        total=tco.fmt_money(best.total_cost, cur),
+                        per_hour=tco.fmt_money(best.cost_per_useful_gpu_hour, cur))
+        ranking = "".join(f"<li{' class=gc-best' if o.id == best.id else ''}>{html.escape(names[o.id])}: "
+                          f"<b>{tco.fmt_money(o.total_cost, cur)}</b></li>"
+                          for o in sorted(r.options, key=lambda o: o.total_cost))
+        measured = ""
+        if self.measured:
+            measured = "<p class='gc-help'>" + html.escape(self.t(
+                "tco_measured", demo=self.t("tco_measured_demo") if self.measured == "demo" else "")) + "</p>"
+        self.summary.value = self.gloss(
+            f"<p class='gc-answer'><b>{html.escape(answer)}</b></p>{measured}"
+            f"<p class='gc-help'>{html.escape(self.t('tco_ranking'))}</p><ol class='gc-ranking'>{ranking}</ol>"
+            f"<ul class='gc-help gc-warn-list'>{unav}{warn}</ul>"
+            f"<details><summary>{html.escape(self.t('tco_reasons'))}</summary><ul class='gc-help'>{items}</ul></details>")
         months = list(range(1, r.horizon_months + 1))
         od = next((o for o in r.options if o.id == "on-demand"), None)
         n_markers = 0
@@ -440,6 +641,21 @@ class ScenarioTcoPage(Page):
         self.details.value = (f"<details><summary>{html.escape(self.t('tco_sources'))}</summary>"
                               f"<ul class='gc-help'>{prov}</ul></details>")
 
+    def _need_words(self) -> str:
+        """The need in words: "2,000 GPU-hours a year of A100 80GB PCIe" or "2 × RTX 4090 busy 50 %"."""
+        inp, sc = self.inputs_resolved, self.current_scenario()
+        gpu = inp.owned_name
+        hours = sc.values.get("demand.gpu_hours_per_year")
+        if hours is None and sc.values.get("demand.gpu_hours_per_month") is not None:
+            hours = float(sc.values["demand.gpu_hours_per_month"]) * 12
+        if hours is not None:
+            text = self.t("tco_need_hours", hours=f"{float(hours):,.0f}", gpu=gpu)
+        else:
+            text = self.t("tco_need_share", n=int(inp.params.owned.count), gpu=gpu,
+                          pct=tco.fmt_pct(inp.params.demand.base_utilization))
+        growth = float(inp.params.demand.growth_per_year)
+        return text + (self.t("tco_need_growth", growth=tco.fmt_pct(growth)) if growth else "")
+
     def _unavailable_text(self, key: str, prm) -> str:
         prm = dict(prm)
         what = prm.get("what", "")
@@ -485,13 +701,13 @@ class ScenarioTcoPage(Page):
                     fig_.add_bar(x=centers, y=list(counts), name=names.get(oid, oid), opacity=0.55,
                                         marker_color=COLORS.get(oid))
             fig_.layout.title = (self.t("tco_mc_title", n=mc.draws) if mc is not None else
-                                 self.t("tco_mc_running", n=int(self.mc_draws.value)) if self._mc_running else
+                                 self.t("tco_mc_running", n=int(self.val("mc_draws") or 0)) if self._mc_running else
                                  self.t("tco_mc_title", n=0))
             fig_.layout.xaxis.title = self.t("tco_axis_total", cur=cur)
             fig_.layout.yaxis.title = self.t("tco_axis_draws")
         if mc is None:
             key = "tco_mc_running" if self._mc_running else "tco_mc_off"
-            self.mc_table.value = (f"<p class='gc-help'>{html.escape(self.t(key, n=int(self.mc_draws.value)))}"
+            self.mc_table.value = (f"<p class='gc-help'>{html.escape(self.t(key, n=int(self.val('mc_draws') or 0)))}"
                                    "</p>")
             return
         rows = "".join(
@@ -504,31 +720,9 @@ class ScenarioTcoPage(Page):
         if mc.deadline_miss_probability is not None:
             extra = "<p class='gc-help'>" + html.escape(self.t(
                 "tco_mc_deadline", p=tco.fmt_pct(mc.deadline_miss_probability))) + "</p>"
-        self.mc_table.value = ("<table><thead><tr>" + "".join(
+        self.mc_table.value = self.gloss("<table><thead><tr>" + "".join(
             f"<th>{html.escape(self.t(h) if h.startswith('tco_') else h)}</th>" for h in heads)
             + "</tr></thead><tbody>" + rows + "</tbody></table>" + extra)
-
-    # -- save ------------------------------------------------------------------------------------------
-    def _save(self, _button=None) -> None:
-        from gpucost.catalog import user_data_dir
-
-        try:
-            sc = self.current_scenario()
-            raw = self.save_name.value.strip() or f"my-{sc.name}.yaml"
-            path = Path(raw).expanduser()
-            if not path.is_absolute():
-                base = user_data_dir()
-                path = (base / "scenarios" / path) if base else Path.cwd() / path
-            stem = path.stem.lower()
-            if not tco.SCENARIO_NAME_RE.match(stem):
-                raise GpucostError(self.t("tco_save_bad_name", name=path.name))
-            written = tco.save_scenario(dataclasses.replace(sc, name=stem), path,
-                                        overwrite=bool(self.save_overwrite.value))
-        except GpucostError as exc:
-            self.show_error(self.save_msg, str(exc))
-            return
-        self.save_msg.value = (f'<span class="gc-msg-ok">{html.escape(self.t("tco_saved", path=str(written)))}'
-                               "</span>")
 
     def results_record(self) -> dict:
         rec = super().results_record()

@@ -9,17 +9,20 @@ from __future__ import annotations
 import base64
 import html
 import io
-import math
 
 import ipywidgets as w
 
 from gpucost import plan
 from gpucost.errors import GpucostError
+from gpucost.specs import DEFAULTS, SPECS, Spec
 from gpucost.ui.chart import TEMPLATE
 from gpucost.ui.shell import Page, uploaded_file
 
 _STYLE = {"description_width": "initial"}
 _WIDE = w.Layout(width="95%")
+_FULL = w.Layout(width="100%")
+#: autoscaler start-up and cool-down times [h]
+_HOURS = Spec("float", None, ge=0, le=24, unit="h", step=0.05)
 DEFAULT_WORKLOADS = "10:30\n8:20:latency\n16:40\n4:10"
 
 
@@ -50,6 +53,8 @@ class SharingScalingPage(Page):
         self.scale_result: plan.ScalePlan | None = None
         self._uploaded_trace: plan.Trace | None = None
         self._errors: dict[str, str | None] = {"share": None, "train": None, "scale": None}
+        self._tab_fields: dict[str, list[str]] = {}
+        self.tab_out: dict[str, w.VBox] = {}
         super().__init__(lang=lang, currency=currency, catalog=catalog)
 
     # -- build -----------------------------------------------------------------------------------
@@ -78,7 +83,7 @@ class SharingScalingPage(Page):
         self.share_gpu.add_class("gc-plan-share-gpu")
         self.share_mode = w.ToggleButtons(options=list(plan.SHARE_MODES), value=i["share_mode"]
                                           if i["share_mode"] in plan.SHARE_MODES else "time-slicing",
-                                          style={"button_width": "95px", "description_width": "initial"})
+                                          style={"button_width": "110px", "description_width": "initial"})
         self.share_mode.add_class("gc-plan-share-mode")
         self.workloads = w.Textarea(value=i["workloads"], continuous_update=False, rows=5, style=_STYLE,
                                     layout=_WIDE)
@@ -94,11 +99,12 @@ class SharingScalingPage(Page):
         self.share_table.add_class("gc-table")
         self.share_configs = w.HTML()
         self.share_configs.add_class("gc-plan-share-configs")
-        share_in = w.VBox([self.label(self.share_gpu, "plan_gpu"), self.label(self.share_mode, "plan_share_mode"),
-                           self.help_line("plan_share_mode_help"), self.label(self.workloads, "plan_workloads"),
-                           self.help_line("plan_workloads_help"), self.workloads_msg,
+        share_in = w.VBox([self.field("plan_gpu", self.share_gpu),
+                           self.field("plan_share_mode", self.share_mode, "plan_share_mode_help"),
+                           self.field("plan_workloads", self.workloads, "plan_workloads_help"), self.workloads_msg,
                            self.label(self.latency_alone, "plan_latency_alone")])
-        share_out = w.VBox([self.share_summary, share_box, self.share_table, self.share_configs])
+        share_out = self.tab_out["share"] = w.VBox([self.share_summary, share_box, self.share_table,
+                                                    self.share_configs], layout=_FULL)
         # ---- train
         models = self.catalog.table("models")
         llms = [m for m, k in zip(models["id"], models["kind"], strict=True) if k == "llm"]
@@ -110,13 +116,18 @@ class SharingScalingPage(Page):
         self.train_gpu.add_class("gc-plan-train-gpu")
         self.train_mode = w.ToggleButtons(options=list(plan.TRAIN_MODES), value=i["train_mode"]
                                           if i["train_mode"] in plan.TRAIN_MODES else "full",
-                                          style={"button_width": "70px", "description_width": "initial"})
+                                          style={"button_width": "110px", "description_width": "initial"})
         self.train_mode.add_class("gc-plan-train-mode")
-        self.tokens = w.Text(value=str(i["tokens"]), continuous_update=False, style=_STYLE, layout=_WIDE)
-        self.tokens.add_class("gc-plan-tokens")
-        self.tokens_msg = self.message_box()
-        self.seq_len = w.BoundedIntText(value=4096, min=128, max=1_048_576, step=128, style=_STYLE)
-        self.micro_batch = w.BoundedIntText(value=1, min=1, max=1024, style=_STYLE)
+        tokens_box = self.tab_field("train", "tokens", SPECS["train_tokens"], None, "plan_tokens")
+        self.fields["tokens"].widget.value = str(i["tokens"])
+        seq_box = self.tab_field("train", "seq_len", SPECS["context"], DEFAULTS.context, "plan_seq_len")
+        mb_box = self.tab_field("train", "micro_batch", SPECS["batch"], 1, "plan_micro_batch")
+        self.tokens, self.seq_len, self.micro_batch = (self.fields[k].widget for k in ("tokens", "seq_len",
+                                                                                     "micro_batch"))
+        self.tokens_msg = self.fields["tokens"].message
+        self.strategy = w.Dropdown(options=["auto", *(st.name for st in plan.STRATEGIES)], value="auto",
+                                   layout=_WIDE)
+        self.strategy.add_class("gc-plan-strategy")
         self.train_summary = w.HTML()
         self.train_summary.add_class("gc-plan-train-summary")
         train_box = self.chart("train_fig", "gc-plan-train-chart", height=300, margin=dict(l=50, r=20, t=40, b=80),
@@ -125,21 +136,22 @@ class SharingScalingPage(Page):
         self.train_table.add_class("gc-table")
         self.train_config = w.HTML()
         self.train_config.add_class("gc-plan-deepspeed")
-        train_in = w.VBox([self.label(self.model, "plan_model"), self.label(self.train_gpu, "plan_gpu"),
-                           self.label(self.train_mode, "plan_train_mode"), self.label(self.tokens, "plan_tokens"),
-                           self.tokens_msg, self.label(self.seq_len, "plan_seq_len"),
-                           self.label(self.micro_batch, "plan_micro_batch")])
-        train_out = w.VBox([self.train_summary, train_box, self.train_table, self.train_config])
+        train_in = w.VBox([self.field("plan_model", self.model), self.field("plan_gpu", self.train_gpu),
+                           self.field("plan_train_mode", self.train_mode), tokens_box, seq_box, mb_box,
+                           self.field("plan_strategy", self.strategy, "plan_strategy_help")])
+        train_out = self.tab_out["train"] = w.VBox([self.train_summary, train_box, self.train_table,
+                                                    self.train_config], layout=_FULL)
         # ---- scale
         self.trace_upload = w.FileUpload(accept=".csv", multiple=False)
         self.trace_upload.add_class("gc-plan-trace-upload")
         self.trace_msg = self.message_box()
         self.policy = w.ToggleButtons(options=list(plan.POLICIES), value=i["policy"]
                                       if i["policy"] in plan.POLICIES else "autoscale",
-                                      style={"button_width": "85px", "description_width": "initial"})
+                                      style={"button_width": "110px", "description_width": "initial"})
         self.policy.add_class("gc-plan-policy")
-        self.max_gpus = w.BoundedIntText(value=int(i["max_gpus"] or 0), min=0, max=100000, style=_STYLE)
-        self.max_gpus.add_class("gc-plan-max-gpus")
+        max_box = self.tab_field("scale", "max_gpus", SPECS["max_gpus"].with_default(None, optional=True),
+                                 int(i["max_gpus"]) or None, "plan_max_gpus", "plan_max_gpus_help")
+        self.max_gpus = self.fields["max_gpus"].widget
         self.scale_gpu = w.Dropdown(options=gpus, value=self._pick(gpus, i["scale_gpu"], ids[0]), style=_STYLE,
                                     layout=_WIDE)
         self.scale_gpu.add_class("gc-plan-scale-gpu")
@@ -151,8 +163,9 @@ class SharingScalingPage(Page):
                                       readout_format=".1f", style=_STYLE, layout=_WIDE)
         self.discount.add_class("gc-plan-discount")
         self.spot_bucket = w.Dropdown(options=list(plan.SPOT_BUCKETS), value=">20%", style=_STYLE)
-        self.startup = w.BoundedFloatText(value=0.05, min=0, max=24, step=0.05, style=_STYLE)
-        self.cooldown = w.BoundedFloatText(value=0.25, min=0, max=24, step=0.05, style=_STYLE)
+        startup_box = self.tab_field("scale", "startup", _HOURS, 0.05, "plan_startup")
+        cooldown_box = self.tab_field("scale", "cooldown", _HOURS, 0.25, "plan_cooldown")
+        self.startup, self.cooldown = self.fields["startup"].widget, self.fields["cooldown"].widget
         self.scale_summary = w.HTML()
         self.scale_summary.add_class("gc-plan-scale-summary")
         scale_box = self.chart("scale_fig", "gc-plan-scale-chart", height=320, margin=dict(l=50, r=20, t=40, b=40),
@@ -163,12 +176,12 @@ class SharingScalingPage(Page):
         self.scale_table.add_class("gc-table")
         scale_in = w.VBox([self.label(w.HTML(), "plan_trace", "value"), self.trace_upload,
                            self.help_line("plan_trace_help"), self.trace_msg,
-                           self.label(self.policy, "plan_policy"), self.label(self.max_gpus, "plan_max_gpus"),
-                           self.help_line("plan_max_gpus_help"), self.label(self.scale_gpu, "plan_price_gpu"),
-                           self.label(self.discount, "plan_discount"), self.help_line("plan_discount_help"),
-                           self.label(self.spot_bucket, "plan_spot_bucket"),
-                           self.label(self.startup, "plan_startup"), self.label(self.cooldown, "plan_cooldown")])
-        scale_out = w.VBox([self.scale_summary, self.scale_table, scale_box, commit_box])
+                           self.field("plan_policy", self.policy), max_box,
+                           self.field("plan_price_gpu", self.scale_gpu),
+                           self.field("plan_discount", self.discount, "plan_discount_help"),
+                           self.field("plan_spot_bucket", self.spot_bucket), startup_box, cooldown_box])
+        scale_out = self.tab_out["scale"] = w.VBox([self.scale_summary, self.scale_table, scale_box, commit_box],
+                                                   layout=_FULL)
 
         self.tabs = w.Tab(children=[w.VBox([share_in, share_out]), w.VBox([train_in, train_out]),
                                     w.VBox([scale_in, scale_out])])
@@ -179,22 +192,47 @@ class SharingScalingPage(Page):
         self.results.children = [self.tabs]
         for wid in (self.share_gpu, self.share_mode, self.workloads, self.latency_alone):
             wid.observe(lambda _: self._run("share"), names="value")
-        for wid in (self.model, self.train_gpu, self.train_mode, self.tokens, self.seq_len, self.micro_batch):
+        for wid in (self.model, self.train_gpu, self.train_mode, self.strategy):
             wid.observe(lambda _: self._run("train"), names="value")
-        for wid in (self.policy, self.max_gpus, self.scale_gpu, self.discount, self.spot_bucket, self.startup,
-                    self.cooldown):
+        for wid in (self.policy, self.scale_gpu, self.discount, self.spot_bucket):
             wid.observe(lambda _: self._run("scale"), names="value")
         self.trace_upload.observe(self._on_trace, names="value")
         self._trace_name = i["trace"]
 
+    def url_widgets(self) -> dict:
+        return {"share_gpu": self.share_gpu, "share_mode": self.share_mode, "model": self.model,
+                "train_gpu": self.train_gpu, "train_mode": self.train_mode, "strategy": self.strategy,
+                "policy": self.policy, "scale_gpu": self.scale_gpu}
+
+    def apply_params(self, params: dict) -> None:
+        super().apply_params(params)
+        if str(params.get("tab", "")) in ("0", "1", "2"):
+            self.tabs.selected_index = int(params["tab"])
+
     def relabel(self) -> None:
         for k, key in enumerate(("plan_tab_share", "plan_tab_train", "plan_tab_scale")):
             self.tabs.set_title(k, self.t(key))
+        with self.refresh_once():  # new labels, same values
+            self.options(self.share_mode, plan.SHARE_MODES)
+            self.options(self.train_mode, plan.TRAIN_MODES)
+            self.options(self.policy, plan.POLICIES)
+            self.options(self.strategy, ["auto", *(st.name for st in plan.STRATEGIES)])
         self.intro.value = f"<p class='gc-help'>{html.escape(self.t('plan_intro'))}</p>"
 
     # -- compute -----------------------------------------------------------------------------------
+    def tab_field(self, tab: str, name: str, spec, value, label_key: str, help_key: str | None = None) -> w.VBox:
+        """A checked text field of one tab: a change recomputes that tab only."""
+        self._tab_fields.setdefault(tab, []).append(name)
+        return self.spec_field(name, spec, value, label_key, help_key, css=f"gc-plan-{name.replace('_', '-')}",
+                               on_change=lambda _: self._run(tab))
+
     def _run(self, which: str) -> None:
-        """Recompute one tab; a bad input becomes a message in the page, never a traceback."""
+        """Recompute one tab; a bad input becomes a message in the page, never a traceback, and that tab's
+        results are marked out of date until it is fixed (the other tabs stay current)."""
+        if self.refresh_pending():  # building, or changing several inputs at once: one refresh at the end
+            return
+        for name in self._tab_fields.get(which, ()):
+            self.invalid.pop(name, None)
         try:
             getattr(self, f"_refresh_{which}")()
             self._errors[which] = None
@@ -202,8 +240,15 @@ class SharingScalingPage(Page):
             self._errors[which] = str(exc)
         errs = [e for e in self._errors.values() if e]
         self.error = errs[0] if errs else None
-        self.status.value = (f'<span class="gc-msg-error">{html.escape(self.t("error_input", error=self.error))}'
-                             "</span>" if self.error else "")
+        self.show_validity()
+
+    def show_validity(self) -> None:
+        """Per tab: its results greyed with a banner while an input of the tab is invalid or rejected."""
+        super().show_validity()
+        self.results.remove_class("gc-stale")
+        for tab, box in self.tab_out.items():
+            bad = self._errors.get(tab) or any(n in self.invalid for n in self._tab_fields.get(tab, ()))
+            (box.add_class if bad else box.remove_class)("gc-stale")
 
     def refresh(self) -> None:
         for which in ("share", "train", "scale"):
@@ -227,15 +272,20 @@ class SharingScalingPage(Page):
     def _refresh_share(self) -> None:
         ws = self._workload_list()
         self.share_result = None
+        if self.share_mode.value == "mig":
+            mig = self._gpu_options(only_mig=True)
+            if self.share_gpu.value not in {i for _, i in mig}:
+                raise GpucostError(self.t("plan_no_mig", gpu=self.catalog.gpu(self.share_gpu.value)["name"],
+                                          cards=", ".join(n.split(" (")[0] for n, _ in mig)))
         r = plan.plan_share(ws, self.share_gpu.value, self.share_mode.value, self.catalog,
                             latency_alone=self.latency_alone.value)
         self.share_result = r
         self.share_summary.value = "<p>" + html.escape(self.t(
-            "plan_share_summary", mode=r.mode, n=r.cards_needed, without=r.cards_without_sharing,
+            "plan_share_summary", mode=self.opt(r.mode), n=r.cards_needed, without=r.cards_without_sharing,
             saved=r.cards_saved, before=f"{r.utilization_without_sharing_pct:.0f}",
             after=f"{r.utilization_shared_pct:.0f}")) + "</p>" + "".join(
-            f"<p class='gc-warn'>{html.escape(x)}</p>" for x in r.warnings) + "<ul class='gc-help'>" + "".join(
-            f"<li>{html.escape(x)}</li>" for x in r.notes) + "</ul>"
+            f"<p class='gc-warn'>{self.prose(x)}</p>" for x in r.warnings
+        ) + "<ul class='gc-help'>" + "".join(f"<li>{self.prose(x)}</li>" for x in r.notes) + "</ul>"
         with self.redraw("share_fig") as fig_:
             fig_.data = []
             for p in r.placements:
@@ -263,25 +313,13 @@ class SharingScalingPage(Page):
         self.share_configs.value = "".join(parts) or f"<p class='gc-help'>{html.escape(self.t('plan_no_config'))}</p>"
 
     # train ------------------------------------------------------------------------------------
-    def _tokens_value(self) -> float:
-        raw = self.tokens.value.strip().replace(",", "").replace("_", "")
-        mult = {"k": 1e3, "m": 1e6, "b": 1e9, "t": 1e12}
-        try:
-            val = float(raw[:-1]) * mult[raw[-1].lower()] if raw and raw[-1].lower() in mult else float(raw)
-        except ValueError:
-            val = math.nan
-        if not (val > 0) or math.isinf(val):
-            self.show_error(self.tokens_msg, self.t("plan_tokens_bad", value=raw))
-            raise GpucostError(self.t("plan_tokens_bad", value=raw))
-        self.show_error(self.tokens_msg, None)
-        return val
-
     def _refresh_train(self) -> None:
-        tokens = self._tokens_value()
+        tokens = self.val("tokens")
         self.train_result = None
+        strategy = None if self.strategy.value == "auto" else self.strategy.value
         r = plan.plan_train(self.model.value, self.train_gpu.value, self.catalog, mode=self.train_mode.value,
-                            tokens=tokens, seq_len=int(self.seq_len.value), micro_batch=int(self.micro_batch.value),
-                            currency=self.state.currency)
+                            tokens=tokens, seq_len=self.val("seq_len"), micro_batch=self.val("micro_batch"),
+                            currency=self.state.currency, strategy=strategy)
         self.train_result = r
         c = r.chosen
         if c is None:
@@ -292,7 +330,8 @@ class SharingScalingPage(Page):
                 tps=f"{c.tokens_per_s:,.0f}", hours=f"{c.time_to_train_hours:,.1f}",
                 cost="—" if c.cost is None else f"{c.cost:,.0f}", cur=r.currency)) + "</p>"
         self.train_summary.value += "<ul class='gc-help'>" + "".join(
-            f"<li>{html.escape(x)}</li>" for x in (*r.notes, *r.engines)) + "</ul>"
+            f"<li>{self.prose(x)}</li>" for x in r.notes) + "</ul>"
+        self.train_summary.value = self.gloss(self.train_summary.value)
         fits = [o for o in r.options if o.min_gpus is not None]
         with self.redraw("train_fig") as fig_:
             fig_.data = []
@@ -342,24 +381,24 @@ class SharingScalingPage(Page):
         tr = self._uploaded_trace or plan.read_trace(self._trace_name)
         self.scale_result = None
         r = plan.plan_scale(tr, self.policy.value, gpu=self.scale_gpu.value, catalog=self.catalog,
-                            currency=self.state.currency, max_gpus=int(self.max_gpus.value) or None,
+                            currency=self.state.currency, max_gpus=self.val("max_gpus"),
                             commit_discount=float(self.discount.value) / 100, spot_bucket=self.spot_bucket.value,
-                            startup_hours=float(self.startup.value), cooldown_hours=float(self.cooldown.value))
+                            startup_hours=self.val("startup"), cooldown_hours=self.val("cooldown"))
         self.scale_result = r
         res = r.result
         com = r.commitment
         self.scale_summary.value = "<p>" + html.escape(self.t(
-            "plan_scale_summary", policy=res.policy, cost=f"{res.cost:,.0f}", cur=r.currency,
+            "plan_scale_summary", policy=self.opt(res.policy), cost=f"{res.cost:,.0f}", cur=r.currency,
             wait=f"{res.wait_mean_hours:.2f}", p95=f"{res.wait_p95_hours:.2f}", util=f"{res.utilization * 100:.0f}",
             jobs=res.jobs, gpus=res.gpus_max)) + "</p>" + ("<p>" + html.escape(self.t(
                 "plan_commit_summary", level=com.level_gpus, disc=f"{com.discount * 100:.1f}", cost=f"{com.cost:,.0f}",
                 od=f"{com.cost_on_demand_only:,.0f}", cur=r.currency)) + "</p>" if com else "") + "".join(
-            f"<p class='gc-warn'>{html.escape(x)}</p>" for x in r.warnings) + (
+            f"<p class='gc-warn'>{self.prose(x)}</p>" for x in r.warnings) + (
             f"<p class='gc-asof'>{html.escape(self.t('plan_prices', od=f'{r.price_per_gpu_hour:.2f}', src=r.price_source, spot='—' if r.spot_price_per_gpu_hour is None else f'{r.spot_price_per_gpu_hour:.2f}', ssrc=r.spot_source, disc=self._disc_src))}</p>")
         heads = ("plan_col_policy", "plan_col_cost", "plan_col_wait", "plan_col_p95", "plan_col_utilization",
                  "plan_col_interruptions")
         rows = "".join(
-            f"<tr data-policy='{p.policy}'><td class='gc-l'>{p.policy}</td><td>{p.cost:,.0f}</td>"
+            f"<tr data-policy='{p.policy}'><td class='gc-l'>{html.escape(self.opt(p.policy))}</td><td>{p.cost:,.0f}</td>"
             f"<td>{p.wait_mean_hours:.2f}</td><td>{p.wait_p95_hours:.2f}</td><td>{p.utilization * 100:.1f} %</td>"
             f"<td>{p.interruptions}</td></tr>" for p in (res, *r.others))
         self.scale_table.value = ("<table><thead><tr>" + "".join(f"<th>{html.escape(self.t(h))}</th>" for h in heads)
@@ -372,10 +411,10 @@ class SharingScalingPage(Page):
             for p in (res, *r.others):
                 if p.policy == "fixed":
                     fig_.add_scatter(x=[0, p.makespan_hours], y=[p.gpus_max, p.gpus_max], mode="lines",
-                                               name=p.policy, line=dict(dash="dot"))
+                                               name=self.opt(p.policy), line=dict(dash="dot"))
                 elif p.fleet_times:
                     fig_.add_scatter(x=list(p.fleet_times), y=list(p.fleet_sizes), mode="lines",
-                                               line_shape="hv", name=p.policy)
+                                               line_shape="hv", name=self.opt(p.policy))
             fig_.layout.title = self.t("plan_scale_chart")
             fig_.layout.xaxis.title = self.t("plan_hours")
             fig_.layout.yaxis.title = self.t("plan_col_gpus")

@@ -8,19 +8,25 @@ widget instances and the traitlets of :class:`AppState`.
 
 from __future__ import annotations
 
+import functools
 import html
 import json
+import re
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import date, timedelta
+from typing import Any
 
 import ipywidgets as w
 import traitlets
 from IPython.display import display
 
 from gpucost.catalog import Catalog
-from gpucost.errors import GpucostError
+from gpucost.errors import GpucostError, SpecError
 from gpucost.i18n import DEFAULT_CURRENCY, LANGUAGES, t
+from gpucost.specs import Spec
 from gpucost.ui.chart import Chart, PlotlyLibrary
+from gpucost.ui.prefs import Prefs, url_params
 
 #: page id → (notebook file, nav string key)
 PAGES = {
@@ -33,6 +39,7 @@ PAGES = {
     "claims": ("06_rules_of_thumb.ipynb", "nav_claims"),
 }
 RECORD_MIME = "application/vnd.gpucost+json"
+_CODE = re.compile(r"`([^`]+)`")
 
 CSS = """
 <style>
@@ -47,7 +54,7 @@ CSS = """
 .gc-inputs {flex:0 0 340px; min-width:280px}
 .gc-results {flex:1 1 560px; min-width:0}
 @media (max-width: 900px) {
-  .gc-body {flex-direction:column}
+  .gc-body {flex-direction:column-reverse}  /* a narrow screen opens with the answer, the inputs follow */
   .gc-inputs, .gc-results {flex:1 1 auto; width:100%}
 }
 .gc-msg-error {color:#a40000; font-size:0.92em}
@@ -60,6 +67,18 @@ CSS = """
 .gc-table tr.gc-frontier td {background:#eef6ff}
 .gc-asof {color:#555; font-size:0.85em}
 .gc-warn {color:#8a5300}
+.gc-wide {overflow-x:auto; max-width:100%}
+.gc-results .lm-TabBar-tab {max-width:none !important; min-width:0 !important; flex:0 1 auto !important;
+  height:auto !important; min-height:var(--jp-private-horizontal-tab-height, 32px)}
+.gc-results .lm-TabBar-tabLabel {white-space:normal !important; overflow:visible !important; line-height:1.25}
+.gc-results .lm-TabBar-content {flex-wrap:wrap}
+.widget-radio-box label {white-space:normal}
+.gc-answer {font-size:1.08em}
+.gc-stale {opacity:0.4; filter:grayscale(0.8)}
+.gc-stale-banner {display:block; background:#fff3cd; border:1px solid #e0b44c; padding:0.35em 0.6em;
+  margin:0.2em 0 0.5em 0; color:#5c4100}
+abbr.gc-term {text-decoration:underline dotted #7a8ba0; cursor:help}
+.gc-field-bad input {border-color:#a40000 !important; background:#fff4f4 !important}
 </style>
 """
 
@@ -108,6 +127,95 @@ def share_styles(root: w.Widget) -> int:
     return closed
 
 
+@dataclass
+class SpecField:
+    """A typed-in input checked against its :class:`~gpucost.specs.Spec`: the text box, the message next
+    to it, and the last value that passed (what the results use while the box holds something invalid)."""
+
+    name: str
+    spec: Spec
+    widget: w.Text
+    message: w.HTML
+    box: w.VBox
+    last: Any
+
+
+def spec_text(spec: Spec, value: Any) -> str:
+    """A value as the text a field shows (4096, 0.5, 1e+09 → 1e9)."""
+    if value is None:
+        return ""
+    if isinstance(value, float) and spec.kind == "int" and value == int(value):
+        value = int(value)
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def set_choice(widget: w.Widget, raw: Any, catalog: Catalog | None = None) -> bool:
+    """Set a choice widget (dropdown, toggle buttons, slider, checkbox) from URL text; False when the value
+    is not one of its options (a card may be named by its catalog name)."""
+    if isinstance(widget, (w.FloatSlider, w.IntSlider)):
+        try:
+            value = float(raw)
+        except (TypeError, ValueError):
+            return False
+        widget.value = max(widget.min, min(widget.max, type(widget.value)(value)))
+        return True
+    if isinstance(widget, w.Checkbox):
+        widget.value = str(raw).lower() in ("1", "true", "yes", "on")
+        return True
+    options = [o[1] if isinstance(o, tuple) else o for o in getattr(widget, "options", ())]
+    value: Any = raw
+    if value not in options and catalog is not None:
+        try:
+            value = catalog.gpu_id(str(raw))
+        except GpucostError:
+            value = raw
+    if value not in options:
+        match = [o for o in options if str(o) == str(raw)]
+        if not match:
+            return False
+        value = match[0]
+    widget.value = value
+    return True
+
+
+@functools.cache
+def _glossary(lang: str) -> tuple[re.Pattern, dict[str, str]]:
+    """One pattern for every glossary term of ``lang`` (longest first: "QLoRA" before "LoRA"), and the
+    explanation of each."""
+    from gpucost.i18n import strings
+
+    terms = dict(v.split("|", 1) for k, v in strings(lang).items() if k.startswith("gloss_"))
+    alts = "|".join(re.escape(term) for term in sorted(terms, key=len, reverse=True))
+    return re.compile(r"(?<![\w-])(" + alts + r")(?![\w-])"), terms
+
+
+#: elements whose text is not glossed (tooltips, code, links, choices) and tags themselves
+_PROTECTED = re.compile(r"(<(abbr|code|a|pre|select|option)\b.*?</\2>|<[^>]+>)", re.S)
+
+
+def gloss(text: str, lang: str) -> str:
+    """See :meth:`Page.gloss`."""
+    if not text:
+        return text
+    pattern, terms = _glossary(lang)
+    done: set[str] = set()
+
+    def tip(m: re.Match) -> str:
+        term = m.group(1)
+        if term in done:
+            return term
+        done.add(term)
+        return f'<abbr class="gc-term" title="{html.escape(terms[term])}">{term}</abbr>'
+
+    out, pos = [], 0
+    for m in _PROTECTED.finditer(text):
+        out.append(pattern.sub(tip, text[pos:m.start()]))
+        out.append(m.group(0))
+        pos = m.end()
+    out.append(pattern.sub(tip, text[pos:]))
+    return "".join(out)
+
+
 class AppState(traitlets.HasTraits):
     """What every page shares: language and display currency."""
 
@@ -127,6 +235,8 @@ class Page:
         self.catalog = catalog or Catalog()
         self.state = AppState(lang=lang, currency=(currency or DEFAULT_CURRENCY[lang]).upper())
         self.error: str | None = None
+        self.invalid: dict[str, str] = {}  # field name → why its text is not used (this computation)
+        self.fields: dict[str, SpecField] = {}
         self._labels: list[tuple[w.Widget, str, str]] = []
         self._charts: dict[str, Chart] = {}
         self._plotly: PlotlyLibrary | None = None
@@ -142,6 +252,31 @@ class Page:
     # -- helpers for subclasses -----------------------------------------------------------------
     def t(self, key: str, **fmt) -> str:
         return t(key, self.state.lang, **fmt)
+
+    def prose(self, text: Any) -> str:
+        """An engine's sentence as HTML in the page's language: escaped, with `commands` as code."""
+        from gpucost.i18n import localize
+
+        return _CODE.sub(r"<code>\1</code>", html.escape(str(localize(text, self.state.lang))))
+
+    def gloss(self, text: str) -> str:
+        """HTML ``text`` with the first mention of each glossary term (locales/*/glossary.json) explained in a
+        tooltip (``<abbr title=…>``); text inside tags, links, code and other tooltips is left alone."""
+        return gloss(text, self.state.lang)
+
+    def opt(self, value: Any) -> str:
+        """An option value in the page's language (``opt_<value>`` in the locale files; else as it is)."""
+        from gpucost.i18n import strings
+
+        key = f"opt_{value}"
+        return self.t(key) if key in strings(self.state.lang) else str(value)
+
+    def options(self, widget: w.Widget, values) -> None:
+        """Give a choice widget ``values`` labelled in the page's language, keeping its value."""
+        keep = widget.value
+        widget.options = [(self.opt(v), v) for v in values]
+        if keep in values:
+            widget.value = keep
 
     def label(self, widget: w.Widget, key: str, attr: str = "description") -> w.Widget:
         """Register ``widget.attr`` to show string ``key`` in the current language."""
@@ -197,6 +332,52 @@ class Page:
         box.value = (f'<span class="gc-msg-error">{html.escape(self.t("error_input", error=error))}</span>'
                      if error else "")
 
+    def spec_field(self, name: str, spec: Spec, value: Any, label_key: str, help_key: str | None = None,
+                   css: str | None = None, on_change=None) -> w.VBox:
+        """A text input for ``spec`` (bounds, units, 32k-style suffixes as the CLI), labelled, with its
+        message line; :meth:`val` reads it. Changing it recomputes the page."""
+        text = w.Text(value=spec_text(spec, value), continuous_update=False, layout=w.Layout(width="95%"))
+        text.add_class(css or f"gc-{name.replace('_', '-')}")
+        msg = w.HTML()
+        msg.add_class("gc-field-msg")
+        box = self.field(label_key, text, help_key)
+        box.children = (*box.children, msg)
+        try:
+            last = spec.check(value) if value is not None else None
+        except GpucostError:  # a bad starting value (a page parameter): val() says so next to the field, and
+            last = spec.default  # the results use the shared default meanwhile
+        self.fields[name] = SpecField(name, spec, text, msg, box, last)
+        text.observe(on_change or (lambda _: self.safe_refresh()), names="value")
+        return box
+
+    def val(self, name: str) -> Any:
+        """The value of field ``name``; when its text is invalid, a message next to it, the field noted in
+        :attr:`invalid` (the results are marked out of date) and the last valid value returned."""
+        f = self.fields[name]
+        try:
+            value = f.spec.check(f.widget.value, name)
+        except SpecError as exc:
+            why = self.spec_problem(f.spec, exc, f.widget.value)
+            kept = self.t("input_kept", value=spec_text(f.spec, f.last)) if f.last is not None else ""
+            self.invalid[name] = why
+            f.message.value = f'<span class="gc-msg-error">{html.escape(why)}</span>' + (
+                f' <span class="gc-help">{html.escape(kept)}</span>' if kept else "")
+            f.box.add_class("gc-field-bad")
+            return f.last
+        f.message.value = ""
+        f.box.remove_class("gc-field-bad")
+        f.last = value
+        return value
+
+    def spec_problem(self, spec: Spec, exc: SpecError, raw: Any) -> str:
+        """Why ``raw`` is not a valid value of ``spec``, in the page's language."""
+        shown = str(raw).strip()
+        if exc.reason in ("range", "whole", "choice"):
+            return self.t(f"input_bad_{exc.reason}", value=shown, range=spec.range_text(self.state.lang))
+        if exc.reason == "required":
+            return self.t("input_bad_required")
+        return self.t("input_bad_number", value=shown, range=spec.range_text(self.state.lang))
+
     # -- shell -----------------------------------------------------------------------------------
     def _build_shell(self) -> None:
         self.heading = w.HTML()  # the page's name and the question it answers, in the page's language
@@ -213,6 +394,12 @@ class Page:
         self.state.currency = self.currency_dd.value
         self.lang_toggle.observe(self._lang_clicked, names="value")
         self.currency_dd.observe(lambda ch: setattr(self.state, "currency", ch["new"]), names="value")
+        # the visitor's language and currency live in their browser (URL, localStorage), not on the server
+        self.prefs = Prefs(lang=self.state.lang, currency=self.state.currency, layout=w.Layout(display="none"))
+        traitlets.dlink((self.state, "lang"), (self.prefs, "lang"))
+        traitlets.dlink((self.state, "currency"), (self.prefs, "currency"))
+        self.prefs.observe(lambda ch: self.apply_url_params(ch["new"]), names="restore")
+        self.state.observe(lambda _: self._show_nav(), names="currency")
         header = w.HBox([self.title, self.nav, self.label(w.HTML(), "language", "value"), self.lang_toggle,
                          self.currency_dd])
         header.add_class("gc-header")
@@ -260,15 +447,58 @@ class Page:
         question = t("app_tagline" if start else f"start_q_{self.page_id}", lang)
         self.heading.value = (f'<h1 class="gc-page-title">{html.escape(name)}</h1>'
                               f'<p class="gc-page-question">{html.escape(question)}</p>')
-        links = []
-        for pid, (nb, key) in PAGES.items():
-            cls = ' class="gc-here"' if pid == self.page_id else ""
-            links.append(f'<a href="{nb}"{cls}>{html.escape(t(key, lang))}</a>')
-        self.nav.value = f'<span class="gc-nav">{"".join(links)}</span>'
+        self._show_nav()
         for widget, attr, key in self._labels:
-            setattr(widget, attr, t(key, lang))
+            text = t(key, lang)
+            setattr(widget, attr, gloss(text, lang) if attr == "value" and isinstance(widget, w.HTML) else text)
         self.relabel()
         self._show_asof()
+
+    def page_link(self, page_id: str, **params: Any) -> str:
+        """The URL of page ``page_id`` (relative, as Voilà serves the notebooks side by side) carrying the
+        visitor's language and currency and ``params``."""
+        from urllib.parse import urlencode
+
+        query = {"lang": self.state.lang, "currency": self.state.currency,
+                 **{k: v for k, v in params.items() if v is not None}}
+        return f"{PAGES[page_id][0]}?{urlencode(query)}"
+
+    def _show_nav(self) -> None:
+        lang = self.state.lang
+        links = []
+        for pid, (_nb, key) in PAGES.items():
+            cls = ' class="gc-here"' if pid == self.page_id else ""
+            links.append(f'<a href="{html.escape(self.page_link(pid))}"{cls}>{html.escape(t(key, lang))}</a>')
+        self.nav.value = f'<span class="gc-nav">{"".join(links)}</span>'
+
+    def apply_url_params(self, params: dict) -> None:
+        """Take ``lang``, ``currency`` and the page's own parameters (:meth:`apply_params`) from the URL (or
+        the browser's stored preferences); unknown or invalid values are ignored."""
+        if not params:
+            return
+        with self.refresh_once():
+            lang = str(params.get("lang") or "")
+            if lang in LANGUAGES and lang != self.state.lang:
+                self.lang_toggle.value = lang  # the currency follows the language ...
+            cur = str(params.get("currency") or "").upper()
+            if cur in self.currency_dd.options:
+                self.currency_dd.value = cur  # ... unless the URL names one
+            self.apply_params(params)
+
+    def apply_params(self, params: dict) -> None:
+        """Page-specific URL parameters (page 03 takes the utilization page 04 measured). By default every
+        parameter named after a widget of :attr:`url_widgets` or a checked field sets it (invalid values
+        are ignored for choices; a field shows why next to it)."""
+        widgets = self.url_widgets()
+        for key, raw in params.items():
+            if key in self.fields:
+                self.fields[key].widget.value = str(raw)
+            elif key in widgets:
+                set_choice(widgets[key], raw, self.catalog)
+
+    def url_widgets(self) -> dict[str, w.Widget]:
+        """URL parameter → the choice widget it sets (pages override)."""
+        return {}
 
     def _show_asof(self) -> None:
         if not self.uses_prices:
@@ -324,28 +554,62 @@ class Page:
         return self._held
 
     def safe_refresh(self) -> None:
-        """Recompute; a bad input or data problem becomes a message in the page, never a traceback."""
+        """Recompute; a bad input or data problem becomes a message in the page, never a traceback.
+
+        A field whose text is invalid keeps its last valid value (said next to it) and every other input,
+        the language and the currency keep working; the results are marked out of date until it is fixed.
+        When the engines reject the inputs, the results shown are the last ones: marked out of date."""
         if self.refresh_pending():
             return
+        self.invalid = {}
         try:
             self.refresh()
             self.error = None
-            self.status.value = ""
         except GpucostError as exc:
             self.error = str(exc)
-            self.status.value = f'<span class="gc-msg-error">{html.escape(self.t("error_input", error=str(exc)))}</span>'
+        self.show_validity()
+
+    @property
+    def stale(self) -> bool:
+        """True while the results shown are not those of the inputs shown."""
+        return bool(self.invalid) or self.error is not None
+
+    def show_validity(self) -> None:
+        """Mark the results out of date (greyed, with a banner naming why) or current."""
+        parts = []
+        if self.error is not None:
+            parts.append(html.escape(self.t("error_input", error=self.error)))
+        if self.invalid:
+            names = ", ".join(self.field_label(n) for n in self.invalid)
+            parts.append(html.escape(self.t("results_use_last", fields=names)))
+        if parts:
+            self.status.value = (f'<span class="gc-stale-banner"><b>{html.escape(self.t("results_stale"))}</b> '
+                                 + " ".join(parts) + "</span>")
+            self.results.add_class("gc-stale")
+        else:
+            self.status.value = ""
+            self.results.remove_class("gc-stale")
+
+    def field_label(self, name: str) -> str:
+        """The label a field shows (its name when it has none)."""
+        f = self.fields.get(name)
+        head = f.box.children[0] if f is not None and f.box.children else None
+        return html.unescape(head.value) if isinstance(head, w.HTML) and head.value else name
 
     def widget(self) -> w.Widget:
         body = w.HBox([self.inputs, self.results], layout=w.Layout(width="100%"))
         body.add_class("gc-body")
         extra = [self._plotly] if self._plotly is not None else []
-        return w.VBox([w.HTML(CSS), *extra, self.heading, self.header, self.status, body],
+        return w.VBox([w.HTML(CSS), self.prefs, *extra, self.heading, self.header, self.status, body],
                       layout=w.Layout(width="100%"))
 
     def display(self) -> None:
+        """Show the page, then take the URL's parameters (under Voilà a preheated page waits here for its
+        visitor's request: everything above is ready before anyone asks)."""
         root = self.widget()
         share_styles(root)
         display(root)
+        self.apply_url_params(url_params())
 
     @contextmanager
     def redraw(self, attr: str):
@@ -374,4 +638,4 @@ class Page:
 
     def results_record(self) -> dict:
         return {"page": self.page_id, "lang": self.state.lang, "currency": self.state.currency,
-                "error": self.error}
+                "error": self.error, "stale": self.stale, "invalid": dict(self.invalid)}

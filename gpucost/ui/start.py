@@ -37,11 +37,11 @@ class StartPage(Page):
     def refresh(self) -> None:
         self.intro.value = f"<p>{html.escape(self.t('start_intro'))}</p>"
         items = []
-        for pid, (nb, nav_key) in PAGES.items():
+        for pid, (_nb, nav_key) in PAGES.items():
             if pid == "start":
                 continue
             items.append(
-                f'<a class="gc-card" href="{nb}" data-page="{pid}"><h3>{html.escape(self.t(nav_key))}</h3>'
+                f'<a class="gc-card" href="{html.escape(self.page_link(pid))}" data-page="{pid}"><h3>{html.escape(self.t(nav_key))}</h3>'
                 f'<p class="gc-q">{html.escape(self.t(f"start_q_{pid}"))}</p>'
                 f'<p>{html.escape(self.t(f"start_a_{pid}"))}</p></a>')
         self.cards.value = f'<div class="gc-start">{"".join(items)}</div>'

@@ -9,6 +9,7 @@ budget: float = 0.0  # max price per card in the display currency (per GPU-hour 
 price_basis: str = "new"  # new | used | cloud
 sort_by: str = "tflops_per_1k"  # tflops_per_1k | gbps_per_1k | vram_per_1k | tflops_per_watt | price
 vendor: str = ""  # NVIDIA | AMD | Intel | Huawei; "" = any
+host: str = "any"  # any | pc (a PCIe card for a desktop/workstation) | server
 lang: str = "en"  # en | zh
 currency: str = ""  # display currency; "" = the language's (USD for en, CNY for zh)
 '''
@@ -16,7 +17,7 @@ BUILD = '''
 from gpucost.ui.card_choice import CardChoicePage
 
 page = CardChoicePage(min_vram_gib=min_vram_gib, precision=precision, budget=budget or None,
-                      price_basis=price_basis, sort_by=sort_by, vendor=vendor, lang=lang,
+                      price_basis=price_basis, sort_by=sort_by, vendor=vendor, host=host, lang=lang,
                       currency=currency or None)
 page.display()
 '''
