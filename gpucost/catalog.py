@@ -86,17 +86,28 @@ SCHEMAS: dict[str, dict[str, str]] = {
         "min_compute_capability": "num+?", "engines": "str?", "ppl_delta": "num?",
         "ppl_delta_model": "str?", "ppl_delta_source": "str?", **SOURCE_COLS,
     },
+    # the validation corpus: published measurements, one source document per source_id
     "benchmarks": {
-        "id": "id", "category": "enum:file_size|inference_memory|training_memory|decode_speed|prefill_speed|mfu",
+        "id": "id", "category": "enum:file_size|inference_memory|training_memory|decode_speed|prefill_speed|mfu|"
+                                "ttft|tpot|serving_throughput",
         "model_id": "str", "quant": "str?", "mode": "str?", "engine": "str?", "engine_version": "str?",
-        "gpu_id": "str?", "num_gpus": "int+?", "batch": "int+?", "context": "int0?",
-        "gen_tokens": "int0?", "lora_rank": "int+?", "grad_checkpointing": "str?", "optimizer": "str?",
-        "zero_stage": "int0?", "measured": "num+", "unit": "str", **SOURCE_COLS,
+        "backend": "enum:cuda|rocm|vulkan|metal|sycl|cpu?", "gpu_id": "str?", "num_gpus": "int+?",
+        "batch": "int+?", "context": "int0?", "prompt_tokens": "int0?", "gen_tokens": "int0?",
+        "concurrency": "int+?", "lora_rank": "int+?", "grad_checkpointing": "str?", "optimizer": "str?",
+        "zero_stage": "int0?", "offload": "str?", "measured": "num+", "unit": "str",
+        "measure_kind": "enum:allocator_peak|reserved|nvidia_smi|engine_log|model_weights|kv_cache|file|"
+                        "throughput|latency|mfu|unknown?",
+        "source_id": "str", "source": "str", "as_of": "date", "retrieved_on": "date?", "notes": "str?",
     },
     "engine_efficiency": {
         "engine": "id", "bw_efficiency": "num+?", "layer_overhead_ms": "num0?", "host_layer_ms": "num0?",
         "compute_efficiency": "num+?", "allreduce_latency_ms": "num0?", "mfu": "num+?", "fallback": "str?",
         "calibration_rows": "str?", **SOURCE_COLS,
+    },
+    # the estimators' cross-validated error on the corpus, per category and engine (tools/calibrate.py)
+    "error_bands": {
+        "category": "str", "engine": "str", "rows": "int+", "sources": "int0", "median_abs_error_pct": "num0?",
+        "p90_abs_error_pct": "num0?", "p10": "num+", "p50": "num+", "p90": "num+", **SOURCE_COLS,
     },
     "tco_defaults": {
         "key": "str", "variant": "str?", "region": "str?", "value": "num0", "low": "num0?",
@@ -110,7 +121,9 @@ SCHEMAS: dict[str, dict[str, str]] = {
 }
 
 #: optional columns a table gained after its first release (a user's file written before may lack them)
-OPTIONAL_NEW_COLUMNS: dict[str, tuple[str, ...]] = {"gpus": ("form_factor", "host_type")}
+OPTIONAL_NEW_COLUMNS: dict[str, tuple[str, ...]] = {
+    "gpus": ("form_factor", "host_type"),
+    "benchmarks": ("backend", "prompt_tokens", "concurrency", "offload", "measure_kind", "retrieved_on")}
 
 #: Tables whose rows refer to other tables load those first (for ``ref:`` and ``currency`` checks).
 TABLE_NAMES: tuple[str, ...] = tuple(SCHEMAS)

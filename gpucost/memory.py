@@ -52,6 +52,7 @@ from gpucost.memory_profiles import (  # noqa: F401 (part of this module's API)
     OFFLOADS,
     OPTIMIZERS,
     PRECISIONS,
+    SGLANG_FRACTION_BY_TP,
     TRAINING_FRAMEWORKS,
     TRAINING_PROFILES,
     VAE_CHANNELS,
@@ -179,6 +180,8 @@ class CardFit(Record):
     reason: str
     usable_gib: float
     per_gpu_gib: float | None
+    #: what nvidia-smi will show on each card [GiB]: the need, or a pre-allocating engine's share
+    occupied_gib: float | None = None
 
 
 
@@ -318,7 +321,7 @@ def _inference_activation_bytes(a, N_tp, ctx, batch, prompt, flash, profile: Eng
 # --------------------------------------------------------------------------------------------------
 
 def training_activation_bytes(spec_arrays: dict, seq: float, micro_batch: float, flash: bool, checkpointing: bool,
-                              logit_bytes: float):
+                              logit_bytes: float, offload_checkpoints: bool = False):
     """Activations stored for backward for one micro-batch [bytes].
 
     Per token per layer (16-bit values), counted the way Korthikanti et al. 2022 (arXiv 2205.05198,
@@ -327,7 +330,8 @@ def training_activation_bytes(spec_arrays: dict, seq: float, micro_batch: float,
     output 2h, gate, up, activation and product 8·I (4·I ungated); the two norm inputs 4h. Without
     FlashAttention (Dao et al. 2022, arXiv 2205.14135) the softmax output adds 2·heads·seq per token.
     With full activation checkpointing only each layer's input (2h) is kept, plus one layer's full set
-    while it is recomputed. The loss adds ``logit_bytes`` per token per vocabulary entry.
+    while it is recomputed (``offload_checkpoints``: the layer inputs wait in CPU RAM instead). The loss
+    adds ``logit_bytes`` per token per vocabulary entry.
     """
     a = spec_arrays
     h = a["h"]
@@ -340,7 +344,7 @@ def training_activation_bytes(spec_arrays: dict, seq: float, micro_batch: float,
     tokens = seq * micro_batch
     L = a["L"]
     if checkpointing:
-        stored = tokens * (L * 2 * h + per_layer_tok)
+        stored = tokens * ((0 if offload_checkpoints else L * 2 * h) + per_layer_tok)
     else:
         stored = tokens * L * per_layer_tok
     return stored + tokens * a["vocab"] * logit_bytes
@@ -405,7 +409,8 @@ def _training_bytes(a: dict, N, s: Setup, trainable, fmt_quantized: bool) -> dic
         if not opt.paged:
             opt_gpu = opt_gpu * 0.0
     act = training_activation_bytes(a, float(s.context), float(s.batch), s.flash_attention,
-                                    s.grad_checkpointing, prof.logit_bytes)
+                                    s.grad_checkpointing, prof.logit_bytes,
+                                    prof.offload_checkpoints and s.grad_checkpointing)
     # QLoRA dequantizes one weight matrix at a time to the compute dtype
     act = act + np.where(fmt_quantized, a["largest_block"] * ACT_BYTES, 0.0)
     overhead = CUDA_CONTEXT_GIB * GIB
@@ -526,7 +531,8 @@ def estimate(spec: ModelSpec, fmt: QuantFormat, setup: Setup | None = None, **kw
         if spec.is_llm and spec.max_context and s.context > spec.max_context:
             notes.append(Message("mn_context_over", context=s.context, max=spec.max_context))
         if prof.preallocate == "total":
-            notes.append(Message("mn_vllm", fraction=f"{prof.preallocate_fraction:g}"))
+            notes.append(Message("mn_prealloc", engine=s.engine, param=PREALLOC_PARAM.get(s.engine, "fraction"),
+                                 fraction=f"{preallocate_fraction(s.engine, s.gpus):g}"))
         if prof.preallocate == "free":
             notes.append(Message("mn_trtllm", fraction=f"{prof.preallocate_fraction:g}"))
         if not spec.is_llm:
@@ -558,12 +564,52 @@ def _per_gpu_totals(spec: ModelSpec, fmt: QuantFormat, s: Setup, counts) -> np.n
 # Cards: usable memory, fits, inverse questions
 # --------------------------------------------------------------------------------------------------
 
-def usable_gib(vram_gib, engine: str, mode: str = "inference"):
-    """Memory an engine may use on a card [GiB]: vLLM caps itself at gpu_memory_utilization × VRAM."""
+#: the setting that sets a pre-allocating engine's share of the card
+PREALLOC_PARAM = {"vllm": "gpu_memory_utilization", "sglang": "mem_fraction_static",
+                  "tensorrt-llm": "free_gpu_memory_fraction"}
+
+
+def preallocate_fraction(engine: str, gpus: int = 1) -> float:
+    """The share of each card a pre-allocating engine takes by default (SGLang's depends on TP)."""
+    if engine == "sglang":
+        return next(f for tp, f in SGLANG_FRACTION_BY_TP if gpus >= tp)
+    prof = ENGINE_PROFILES.get(engine)
+    return float(prof.preallocate_fraction) if prof is not None and prof.preallocate_fraction else 1.0
+
+
+def usable_gib(vram_gib, engine: str, mode: str = "inference", gpus: int = 1):
+    """Memory an engine may use on a card [GiB]: vLLM and SGLang cap themselves at their share of the card."""
     prof = ENGINE_PROFILES.get(engine)
     if mode == "inference" and prof is not None and prof.preallocate == "total":
-        return np.asarray(vram_gib, dtype=float) * prof.preallocate_fraction
+        return np.asarray(vram_gib, dtype=float) * preallocate_fraction(engine, gpus)
     return np.asarray(vram_gib, dtype=float)
+
+
+def kv_pool_gib(est: Estimate, vram_gib: float, fraction: float | None = None) -> float:
+    """The KV-cache pool a pre-allocating engine makes on one card [GiB]: vLLM and SGLang fill their share
+    of the card (``fraction``, default theirs) after weights, activations and the CUDA context;
+    TensorRT-LLM takes ``fraction`` of the memory left after them. Other engines: the KV cache needed."""
+    s, b = est.setup, est.per_gpu
+    prof = ENGINE_PROFILES.get(s.engine)
+    fixed = b.total - b.kv_cache
+    f = fraction if fraction is not None else preallocate_fraction(s.engine, s.gpus)
+    if prof is None or prof.preallocate is None or s.is_training:
+        return b.kv_cache
+    if prof.preallocate == "total":
+        return max(vram_gib * f - fixed, 0.0)
+    return max(vram_gib - fixed, 0.0) * f
+
+
+def occupied_gib(est: Estimate, vram_gib: float, fraction: float | None = None) -> float:
+    """What ``nvidia-smi`` shows the process holding on one card [GiB] — what users compare against —
+    next to what it needs (:attr:`Estimate.total_gib`). vLLM and SGLang take their share of the card
+    whatever the model needs; TensorRT-LLM fills ``free_gpu_memory_fraction`` of the memory left after
+    weights and activations with its KV pool; the others hold what they need (with the CUDA context)."""
+    s, b = est.setup, est.per_gpu
+    prof = ENGINE_PROFILES.get(s.engine)
+    if s.is_training or prof is None or prof.preallocate is None:
+        return b.total
+    return max(b.total, b.total - b.kv_cache + kv_pool_gib(est, vram_gib, fraction))
 
 
 def _bisect_min(total_at, usable, top: int):
@@ -642,9 +688,21 @@ def card_fits(spec: ModelSpec, fmt: QuantFormat, setup: Setup, cards: pd.DataFra
             reason = f"{one:.1f} of {usable:.1f} GiB"
         if caveat:
             reason += f"; {caveat}: the engine runs it weight-only or not at all"
+        occupied = None if n is None else _occupied_on(spec, fmt, s, n, per, vram)
         out.append(CardFit(gpu=str(r["id"]), name=str(r["name"]), vram_gib=vram, min_gpus=n, fits_on_one=n == 1,
-                           reason=reason, usable_gib=usable, per_gpu_gib=per if n is not None else None))
+                           reason=reason, usable_gib=usable, per_gpu_gib=per if n is not None else None,
+                           occupied_gib=occupied))
     return out
+
+
+def _occupied_on(spec: ModelSpec, fmt: QuantFormat, s: Setup, n: int, per: float, vram: float) -> float:
+    """:func:`occupied_gib` on ``n`` cards of ``vram`` GiB, given the need per card ``per``."""
+    prof = ENGINE_PROFILES.get(s.engine)
+    if s.is_training or prof is None or prof.preallocate is None:
+        return per
+    if prof.preallocate == "total":  # vLLM, SGLang: their share of the card, whatever the model needs
+        return max(per, vram * preallocate_fraction(s.engine, n))
+    return occupied_gib(estimate(spec, fmt, s, gpus=n), vram)
 
 
 def max_context(spec: ModelSpec, fmt: QuantFormat, setup: Setup, vram_gib: float) -> int | None:
@@ -797,9 +855,10 @@ def fit_matrix(catalog: Catalog, setup: Setup, cards: pd.DataFrame | None = None
             trainable = np.repeat(_lora_counts(specs, s.lora_rank, s.lora_targets), F)[:, None]
         quantized = np.tile(np.array([f.is_quantized for f in fmts]), M)[:, None]
         total = _training_total(a2, s, trainable, quantized)
-        usable = np.asarray(cards["vram_gib"], dtype=float)[None, :] * GIB
+        # cards share a handful of memory sizes: bisect once per distinct size, then map back to the cards
+        sizes, card_size = np.unique(np.asarray(cards["vram_gib"], dtype=float), return_inverse=True)
         top = _training_top(s, DEFAULTS.max_gpus)
-        min_g = _bisect_min(total, usable, top).reshape(M, F, len(cards))
+        min_g = _bisect_min(total, sizes[None, :] * GIB, top)[:, card_size].reshape(M, F, len(cards))
         one = np.asarray(total(1.0), dtype=float).reshape(M, F) / GIB
         counts: tuple[int, ...] = (1, top)
     else:

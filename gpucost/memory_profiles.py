@@ -9,7 +9,7 @@ from gpucost.specs import ENGINES as SPEC_ENGINES
 
 MODES = ("inference", "full", "lora", "qlora")
 ENGINES = SPEC_ENGINES  # the one list (gpucost.specs); ENGINE_PROFILES below covers exactly these
-TRAINING_FRAMEWORKS = ("transformers", "torchtune")
+TRAINING_FRAMEWORKS = ("transformers", "torchtune", "unsloth")
 OFFLOADS = ("none", "cpu", "nvme")
 #: GPU counts tried for "how many cards" to serve a model (tensor parallel needs the heads to divide
 #: evenly); training counts are exact: the fewest data-parallel ranks up to DEFAULTS.max_gpus (bisection)
@@ -38,6 +38,7 @@ class EngineProfile:
     preallocate_fraction: float | None
     kv_dtypes: tuple[str, ...]
     source: str
+    fp16_accumulate: bool = False    # FP16 matrix math accumulates in FP16 (cuBLAS CUBLAS_COMPUTE_16F)
 
 
 #: Engine memory profiles. Sources:
@@ -66,12 +67,31 @@ ENGINE_PROFILES: dict[str, EngineProfile] = {
         "vllm/engine/arg_utils.py get_batch_defaults"),
     "llama.cpp": EngineProfile(
         "llama.cpp", "layer", False, True, True, "llamacpp", 512, None, None, ("fp16", "fp32", "q8_0", "q4_0"),
-        "https://github.com/ggml-org/llama.cpp/blob/master/src/llama-model.cpp; tools/server/README.md"),
+        "https://github.com/ggml-org/llama.cpp/blob/master/src/llama-model.cpp; tools/server/README.md; "
+        "ggml/src/ggml-cuda/ggml-cuda.cu (cublasGemmEx with CUBLAS_COMPUTE_16F for FP16 matrices)",
+        fp16_accumulate=True),
     "tensorrt-llm": EngineProfile(
         "tensorrt-llm", "tensor", True, True, True, "trtllm", None, "free", 0.9, ("fp16", "bf16", "fp8"),
         "https://nvidia.github.io/TensorRT-LLM/examples/kvcacheconfig.html; "
         "https://nvidia.github.io/TensorRT-LLM/reference/memory.html"),
+    # SGLang: like vLLM it takes a fixed share of the card for weights and its KV pool —
+    # mem_fraction_static 0.88 on one GPU, 0.87 / 0.85 / 0.81 / 0.79 at TP 2 / 4 / 8 / 16
+    # (python/sglang/srt/server_args.py, v0.4) — and prefills in chunks of 8192 tokens (2048 on cards
+    # under 25 GB); RadixAttention keeps the MLA latent; tensor parallel.
+    "sglang": EngineProfile(
+        "sglang", "tensor", True, True, True, "vllm", 8192, "total", 0.88, ("fp16", "bf16", "fp8"),
+        "https://github.com/sgl-project/sglang/blob/main/python/sglang/srt/server_args.py (mem_fraction_static, "
+        "chunked_prefill_size)"),
+    # ExLlamaV2: allocates the KV cache for max_seq_len × batch up front (fp16, or Q8/Q4 cache), splits
+    # layers over the GPUs (gpu_split), prefills in chunks of max_input_len = 2048 tokens
+    # (exllamav2/config.py), keeps the embedding table in system RAM (exllamav2/embedding.py: the weight
+    # is never moved to a GPU device)
+    "exllamav2": EngineProfile(
+        "exllamav2", "layer", False, False, False, "vllm", 2048, None, None, ("fp16", "q8_0", "q4_0"),
+        "https://github.com/turboderp/exllamav2/blob/master/exllamav2/config.py; exllamav2/embedding.py"),
 }
+#: SGLang's mem_fraction_static by tensor-parallel size (server_args.py, v0.4): (the least TP, fraction)
+SGLANG_FRACTION_BY_TP = ((16, 0.79), (8, 0.81), (4, 0.85), (2, 0.87), (1, 0.88))
 
 #: Transient activation widths of one forward pass, per token, in values (times the 2 bytes of a 16-bit
 #: activation). Derived from the forward code, not fitted: HF's gated MLP computes
@@ -128,11 +148,18 @@ class TrainingProfile:
     precision: str              # a key of PRECISIONS
     logit_bytes: float          # bytes kept per token per vocabulary entry by the loss
     optimizer_in_backward: bool
+    offload_checkpoints: bool = False  # checkpointed layer inputs go to CPU RAM
 
 
+#: Unsloth (on transformers, mixed precision): its fused cross-entropy kernel computes the loss without an
+#: fp32 copy of the logits (2 bytes per logit, the bf16 logits themselves), and its gradient checkpointing
+#: (use_gradient_checkpointing="unsloth") offloads the checkpointed layer inputs to system RAM
+#: asynchronously — https://github.com/unslothai/unsloth README ("uses 30% less VRAM") and
+#: https://unsloth.ai/blog/long-context ("offloads activations to system RAM").
 TRAINING_PROFILES = {
     "transformers": TrainingProfile("mixed", 2 + 4 + 4, False),
     "torchtune": TrainingProfile("bf16", 2 + (4 + 4) / 8, True),
+    "unsloth": TrainingProfile("mixed", 2, False, offload_checkpoints=True),
 }
 #: DeepSpeed reduce_bucket_size default (5e8 elements): what stays on the GPU of the gradients when they
 #: are offloaded (https://www.deepspeed.ai/docs/config-json/ "reduce_bucket_size", default 500000000)

@@ -34,11 +34,13 @@ GIB = 2**30
 #: block_q8_0 34 B/32, block_q4_0 18 B/32, block_q4_1 20 B/32, block_q5_0 22 B/32, block_q5_1 24 B/32,
 #: block_q2_K 84 B/256, block_q3_K 110 B/256, block_q4_K 144 B/256, block_q5_K 176 B/256,
 #: block_q6_K 210 B/256, block_iq4_xs 136 B/256, block_iq4_nl 18 B/32, block_iq3_xxs 98 B/256,
-#: block_iq3_s 110 B/256, block_iq2_xs 74 B/256, block_iq2_s 82 B/256
+#: block_iq3_s 110 B/256, block_iq2_xs 74 B/256, block_iq2_s 82 B/256, block_iq2_xxs 66 B/256,
+#: block_iq1_s 50 B/256, block_iq1_m 56 B/256, block_mxfp4 17 B/32 (ggml-common.h at d99724f2)
 GGML_TYPE_BITS = {
     "F32": 32.0, "F16": 16.0, "BF16": 16.0, "Q8_0": 8.5, "Q4_0": 4.5, "Q4_1": 5.0, "Q5_0": 5.5, "Q5_1": 6.0,
     "Q2_K": 2.625, "Q3_K": 3.4375, "Q4_K": 4.5, "Q5_K": 5.5, "Q6_K": 6.5625, "IQ4_XS": 4.25,
     "IQ4_NL": 4.5, "IQ3_XXS": 3.0625, "IQ3_S": 3.4375, "IQ2_XS": 2.3125, "IQ2_S": 2.5625,
+    "IQ2_XXS": 2.0625, "IQ1_S": 1.5625, "IQ1_M": 1.75, "MXFP4": 4.25,
 }
 #: values per block: 256 for the K-quants and i-quants (QK_K), 32 for the legacy types (ggml-common.h)
 GGML_BLOCK = {t: (256 if ("_K" in t or (t.startswith("IQ") and t != "IQ4_NL")) else 32)
@@ -46,6 +48,7 @@ GGML_BLOCK = {t: (256 if ("_K" in t or (t.startswith("IQ") and t != "IQ4_NL")) e
 GGML_BLOCK.update({"F32": 1, "F16": 1, "BF16": 1})
 #: fallback when a row length is not a multiple of the block (llama-quant.cpp, convert_incompatible_tensor)
 GGML_FALLBACK = {"IQ2_XS": "IQ4_NL", "IQ2_S": "IQ4_NL", "IQ3_XXS": "IQ4_NL", "IQ3_S": "IQ4_NL",
+                 "IQ2_XXS": "IQ4_NL", "IQ1_S": "IQ4_NL", "IQ1_M": "IQ4_NL",
                  "Q2_K": "IQ4_NL", "Q3_K": "IQ4_NL", "IQ4_XS": "IQ4_NL", "Q4_K": "Q5_0", "Q5_K": "Q5_1",
                  "Q6_K": "Q8_0"}
 #: catalog GGUF format id → (llama.cpp ftype name, its base tensor type)
@@ -55,7 +58,16 @@ GGUF_FTYPES = {
     "q4_0": ("Q4_0", "Q4_0"), "q3_k_m": ("Q3_K_M", "Q3_K"), "q3_k_s": ("Q3_K_S", "Q3_K"),
     "q3_k_l": ("Q3_K_L", "Q3_K"), "q2_k": ("Q2_K", "Q2_K"), "iq4_xs": ("IQ4_XS", "IQ4_XS"),
     "iq3_xxs": ("IQ3_XXS", "IQ3_XXS"), "iq2_xs": ("IQ2_XS", "IQ2_XS"),
+    # llama-quant.cpp llama_ftype_get_default_type (at 007dbbf3)
+    "q4_1": ("Q4_1", "Q4_1"), "q5_0": ("Q5_0", "Q5_0"), "q5_1": ("Q5_1", "Q5_1"), "iq1_s": ("IQ1_S", "IQ1_S"),
+    "iq1_m": ("IQ1_M", "IQ1_M"), "iq2_xxs": ("IQ2_XXS", "IQ2_XXS"), "iq2_m": ("IQ2_M", "IQ2_S"),
+    "iq3_s": ("IQ3_S", "IQ3_S"), "iq3_m": ("IQ3_M", "IQ3_S"),
 }
+#: the file types llama.cpp quantizes by its low-bit branch (IQ2_XXS, IQ2_XS, IQ2_S, IQ2_M, IQ1_S, IQ1_M)
+LOW_BIT_FTYPES = ("IQ2_XS", "IQ2_XXS", "IQ1_S", "IQ1_M", "IQ2_M")
+#: ExLlamaV2 quantizes the output head too: ``-hb``, default 6 bits, "about 6.3 bits" with its scales
+#: (exllamav2 doc/convert.md)
+EXL2_HEAD_BITS = 6.3
 #: bytes per element of the 16-bit tensors kept beside quantized ones
 HALF_BYTES = 2.0
 #: KV-cache element sizes [bytes per value]: fp32 4, fp16/bf16 2, fp8 1; llama.cpp's q8_0 and q4_0 cache
@@ -131,7 +143,10 @@ def format_from_row(row: Mapping) -> QuantFormat:
 FORMAT_ALIASES = {"fp8": "fp8-e4m3", "int8": "bnb-int8", "nf4": "bnb-nf4-dq", "qlora": "bnb-nf4-dq",
                   "bnb-nf4-double": "bnb-nf4-dq", "gptq": "gptq-4bit-g128", "awq": "awq-4bit-g128",
                   "f16": "fp16", "f32": "fp32", "float16": "fp16", "bfloat16": "bf16", "float32": "fp32",
-                  "fp4": "bnb-fp4", "int4": "gptq-4bit-g128"}
+                  "fp4": "bnb-fp4", "int4": "gptq-4bit-g128",
+                  # as published (Qwen's GPTQ-Int4/Int8 and AWQ use group size 128, the AutoGPTQ/AutoAWQ default)
+                  "gptq-int4": "gptq-4bit-g128", "gptq-4bit": "gptq-4bit-g128", "gptq-int8": "gptq-8bit-g128",
+                  "awq-int4": "awq-4bit-g128", "awq-4bit": "awq-4bit-g128"}
 
 
 def formats(catalog: Catalog) -> dict[str, QuantFormat]:
@@ -194,6 +209,8 @@ def _attn_v(r: _Rules, types: np.ndarray, layers: np.ndarray) -> None:
         types[:] = np.where(layers < 2, "Q5_K", "Q4_K")
     elif ftype == "IQ4_XS" and r.n_gqa >= 4:
         types[:] = "Q5_K"
+    elif ftype == "IQ3_S" and r.n_gqa >= 4 or ftype == "IQ3_M":
+        types[:] = "Q4_K"
     elif ftype in ("Q4_K_M", "Q5_K_M"):
         types[_use_more_bits(layers, r.L)] = "Q6_K"
     elif ftype == "Q4_K_S":
@@ -230,10 +247,12 @@ def _ffn_down(r: _Rules, types: np.ndarray, layers: np.ndarray) -> None:
         types[_use_more_bits(layers, L)] = "Q6_K"
     elif ftype in ("IQ4_XS", "Q4_K_S"):
         types[layers < L // 8] = "Q5_K"
+    elif ftype == "IQ3_M":
+        types[layers < L // 8] = "Q4_K"
 
 
 _ATTN_OUTPUT_MOE_Q5 = ("Q2_K", "IQ3_XXS", "Q3_K_S", "Q3_K_M", "Q4_K_S", "Q4_K_M", "IQ4_XS")
-_ATTN_OUTPUT = {"Q2_K": "Q3_K", "IQ3_XXS": "IQ3_S", "Q3_K_M": "Q4_K", "Q3_K_L": "Q5_K"}
+_ATTN_OUTPUT = {"Q2_K": "Q3_K", "IQ3_XXS": "IQ3_S", "Q3_K_M": "Q4_K", "Q3_K_L": "Q5_K", "IQ3_M": "Q4_K"}
 
 
 def _attn_output(r: _Rules, types: np.ndarray, layers: np.ndarray) -> None:
@@ -245,15 +264,22 @@ def _attn_output(r: _Rules, types: np.ndarray, layers: np.ndarray) -> None:
 
 
 def _iq2_xs(r: _Rules, k: str, types: np.ndarray, layers: np.ndarray) -> None:
-    """IQ2_XS keeps its own rules (llama.cpp's first branch for the 2-bit i-quants)."""
+    """llama.cpp's first branch, for the 1- and 2-bit i-quants (IQ2_XXS, IQ2_XS, IQ2_S, IQ2_M, IQ1_S,
+    IQ1_M): IQ2_M lifts to IQ3_S where the others lift to Q2_K."""
+    low = "IQ3_S" if r.ftype == "IQ2_M" else "Q2_K"
     if k == "attn_v":
-        types[:] = "Q4_K" if (r.n_gqa >= 4 or r.n_expert >= 4) else "Q2_K"
+        types[:] = "Q4_K" if (r.n_gqa >= 4 or r.n_expert >= 4) else low
     elif k == "attn_k" and r.n_expert == 8:
         types[:] = "Q4_K"
     elif k.startswith("ffn_down"):
-        types[layers < r.L // 8] = "Q2_K"
-    elif k == "attn_output" and r.n_expert == 8:
-        types[:] = "Q5_K"
+        types[layers < r.L // 8] = low
+    elif k == "attn_output":
+        if r.n_expert == 8:
+            types[:] = "Q5_K"
+        elif r.ftype in ("IQ1_S", "IQ1_M"):
+            types[:] = "IQ2_XXS"
+        elif r.ftype == "IQ2_M":
+            types[:] = "IQ3_S"
 
 
 _LAYER_RULES = {"attn_v": _attn_v, "attn_k": _attn_k, "attn_q": _attn_q, "attn_output": _attn_output}
@@ -262,7 +288,7 @@ _LAYER_RULES = {"attn_v": _attn_v, "attn_k": _attn_k, "attn_q": _attn_q, "attn_o
 def _layer_types(r: _Rules, kind: str, layers: np.ndarray) -> np.ndarray:
     """The type of each layer's ``kind`` tensor."""
     types = np.full(len(layers), r.base, dtype=object)
-    if r.ftype == "IQ2_XS":
+    if r.ftype in LOW_BIT_FTYPES:
         _iq2_xs(r, kind, types, layers)
     elif kind.startswith("ffn_down"):
         _ffn_down(r, types, layers)
@@ -280,10 +306,12 @@ def _whole_tensor_type(r: _Rules, g, tied: bool) -> str | None:
     if r.ftype in ("F16", "BF16", "F32"):
         return r.ftype
     if g.kind == "output" or (g.kind == "token_embd" and tied):
-        t = "Q5_K" if r.ftype in ("IQ2_XS", "IQ3_XXS") else ("Q8_0" if r.base == "Q8_0" else "Q6_K")
+        t = "Q5_K" if r.ftype in (*LOW_BIT_FTYPES, "IQ3_XXS") else ("Q8_0" if r.base == "Q8_0" else "Q6_K")
         return "Q8_0" if g.ne0 % 256 else t
     if g.kind == "token_embd":
-        return _fit_row({"IQ2_XS": "Q2_K", "IQ3_XXS": "IQ3_S"}.get(r.ftype, r.base), g.ne0)
+        low = {"IQ2_XS": "Q2_K", "IQ2_XXS": "Q2_K", "IQ1_S": "Q2_K", "IQ1_M": "Q2_K", "IQ2_M": "IQ3_S",
+               "IQ3_XXS": "IQ3_S"}
+        return _fit_row(low.get(r.ftype, r.base), g.ne0)
     return None
 
 
@@ -367,10 +395,16 @@ def _weight_bytes_cached(spec: ModelSpec, fmt: QuantFormat) -> WeightBytes:
             b = n * GGML_TYPE_BITS[t] / 8
             _add(parts, kind, b)
     else:
-        float_bits = fmt.bits_per_weight if fmt.is_float else HALF_BYTES * 8
+        # FP8 checkpoints (llm-compressor, TensorRT Model Optimizer, DeepSeek's native FP8) convert the
+        # decoder blocks' Linear layers and keep embeddings, output head, norms and router in 16 bits
+        float_bits = fmt.bits_per_weight if fmt.is_float and fmt.bits_per_weight >= 16 else HALF_BYTES * 8
         for g in weight_tensors(spec):
-            if g.kind in ("token_embd", "output", "norm", "ffn_gate_inp"):
+            if g.kind == "output" and fmt.family == "exl2":
+                bits = EXL2_HEAD_BITS
+            elif g.kind in ("token_embd", "output", "norm", "ffn_gate_inp"):
                 bits = float_bits
+            elif fmt.family == "mx" and not g.kind.endswith("_exps"):
+                bits = float_bits  # MXFP4 checkpoints (GPT-OSS) quantize the MoE experts alone, the rest is BF16
             else:  # decoder-block matrices, and the single group of a diffusion model
                 bits = fmt.bits_per_weight
             _add(parts, g.kind, g.total * bits / 8)

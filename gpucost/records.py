@@ -103,6 +103,15 @@ class Gpu:
         return None if p is None else self.column(p)
 
     @property
+    def fp16_accumulate_factor(self) -> float:
+        """How much faster FP16 tensor math runs with FP16 instead of FP32 accumulation. gpus.csv gives
+        GeForce cards' FP16 with FP32 accumulate (what training uses); NVIDIA's GeForce parts since Turing
+        run FP16 accumulate at twice that rate (Ada whitepaper appendix: RTX 4090 330.3 vs 165.2 TFLOPS;
+        Ampere GA102 whitepaper: RTX 3090 142 vs 71); data-centre and workstation parts run both at one rate."""
+        cc = self.compute_capability or 0.0
+        return 2.0 if self.vendor == "NVIDIA" and self.segment == "consumer" and cc >= 7.5 else 1.0
+
+    @property
     def training_precision(self) -> str:
         """bf16 where the card has BF16 tensor cores, else fp16 (mixed precision with loss scaling)."""
         return "bf16" if self.supports("bf16") else "fp16"

@@ -207,7 +207,7 @@ class Spec:
 # --------------------------------------------------------------------------------------------------
 
 #: the inference engines gpucost models (memory profiles, speed factors); one list for every surface
-ENGINES = ("transformers", "vllm", "llama.cpp", "tensorrt-llm")
+ENGINES = ("transformers", "vllm", "llama.cpp", "tensorrt-llm", "sglang", "exllamav2")
 #: the longest context any catalog model advertises is 10M tokens (Llama 4 Scout); beyond that a value
 #: is a typo, not a question
 MAX_CONTEXT_TOKENS = 10_000_000

@@ -109,21 +109,67 @@ def efficiency_table(catalog: Catalog | None = None) -> dict[str, EngineEfficien
     return out
 
 
-def engine_efficiency(engine: str, catalog: Catalog | None = None) -> EngineEfficiency:
-    table = efficiency_table(catalog)
-    if engine not in table:
-        raise UnknownNameError("engine", engine, [k for k in table if k in ENGINE_PROFILES])
-    return table[engine]
+def kernel_family(fmt: QuantFormat) -> str:
+    """The kernel path a format decodes through (factors may differ per path): float, fp8, bnb-int8
+    (bitsandbytes' int8 matmul), bnb-4bit, gptq, awq, gguf."""
+    fid = fmt.id.lower()
+    if fid.startswith("bnb-int8"):
+        return "bnb-int8"
+    if fid.startswith("bnb-"):
+        return "bnb-4bit"
+    if fid.startswith("fp8"):
+        return "fp8"
+    for fam in ("gptq", "awq"):
+        if fid.startswith(fam):
+            return fam
+    return "gguf" if fmt.is_gguf else ("float" if fmt.is_float else fmt.family)
+
+
+def factor_keys(engine: str, fmt: QuantFormat | None = None, backend: str = "cuda") -> list[str]:
+    """Rows of data/engine_efficiency.csv that may hold an engine's factors, most specific first:
+    ``engine/backend/kernel``, ``engine/kernel``, ``engine/backend``, ``engine`` (CUDA is the default
+    backend and the float path the default kernel)."""
+    fam = kernel_family(fmt) if fmt is not None else "float"
+    keys = []
+    if backend and backend != "cuda":
+        keys += [f"{engine}/{backend}/{fam}"] if fam != "float" else []
+    keys += [f"{engine}/{fam}"] if fam != "float" else []
+    keys += [f"{engine}/{backend}"] if backend and backend != "cuda" else []
+    return keys + [engine]
+
+
+#: the backend an engine uses on a vendor's cards unless told otherwise
+VENDOR_BACKENDS = {"NVIDIA": "cuda", "AMD": "rocm", "Intel": "hpu", "Apple": "metal"}
+
+
+def default_backend(gpu: Gpu) -> str:
+    return VENDOR_BACKENDS.get(gpu.vendor, gpu.vendor.lower())
+
+
+def engine_efficiency(engine: str, catalog: Catalog | None = None, fmt: QuantFormat | None = None,
+                      backend: str = "cuda", table: dict[str, EngineEfficiency] | None = None) -> EngineEfficiency:
+    """The factors of ``engine`` for ``fmt``'s kernel path on ``backend``: the most specific row of the
+    table that exists (:func:`factor_keys`)."""
+    table = table if table is not None else efficiency_table(catalog)
+    for key in factor_keys(engine, fmt, backend):
+        if key in table:
+            return table[key]
+    raise UnknownNameError("engine", engine, [k for k in table if k in ENGINE_PROFILES])
 
 
 # --------------------------------------------------------------------------------------------------
 # GPU figures
 # --------------------------------------------------------------------------------------------------
 
-def peak_tflops(gpu: Gpu, fmt: QuantFormat) -> float | None:
+def peak_tflops(gpu: Gpu, fmt: QuantFormat, engine: str | None = None) -> float | None:
     """Dense tensor throughput [TFLOPS] a format computes at on this card: FP8 formats at FP8 where the card
-    has FP8 tensor cores, weight-only formats dequantize to 16-bit, fp32 at fp32 (:meth:`Gpu.tflops`)."""
-    return gpu.tflops(fmt.compute_dtype)
+    has FP8 tensor cores, weight-only formats dequantize to 16-bit, fp32 at fp32 (:meth:`Gpu.tflops`); an
+    engine that accumulates FP16 math in FP16 (llama.cpp) gets a GeForce card's FP16-accumulate rate."""
+    t = gpu.tflops(fmt.compute_dtype)
+    prof = ENGINE_PROFILES.get(engine or "")
+    if t is not None and prof is not None and prof.fp16_accumulate and fmt.compute_dtype in ("fp16", "bf16"):
+        t *= gpu.fp16_accumulate_factor
+    return t
 
 
 # --------------------------------------------------------------------------------------------------
@@ -186,6 +232,17 @@ def _decode_bytes(spec: ModelSpec, fmt: QuantFormat, batch: float, context: floa
     return weights, kv
 
 
+def overhead_layers(spec: ModelSpec, engine: str) -> float:
+    """Layers whose fixed per-layer time (kernel launches, host work) a decode step pays. transformers
+    runs a mixture-of-experts layer as a Python loop over the experts a token uses (modeling_mixtral.py,
+    modeling_qwen3_moe.py: ``for expert_idx in …``), each with its own MLP kernels: such a layer costs
+    1 + experts_per_token layers' overhead; the other engines fuse the experts into one kernel."""
+    if engine == "transformers" and spec.is_moe:
+        moe_layers = spec.num_layers - spec.first_dense_layers
+        return spec.first_dense_layers + moe_layers * (1 + spec.experts_per_token)
+    return float(spec.num_layers)
+
+
 def decode_step(bytes_gpu, flops_gpu, layers, bw_gbps, peak_tflops_, eff: EngineEfficiency, comm_s=0.0):
     """(step time [s], which term bounds it) for arrays broadcast together (see module docstring)."""
     t_bw = np.asarray(bytes_gpu, dtype=float) / (np.asarray(bw_gbps, dtype=float) * 1e9 * eff.bw_efficiency)
@@ -193,18 +250,22 @@ def decode_step(bytes_gpu, flops_gpu, layers, bw_gbps, peak_tflops_, eff: Engine
         t_c = np.zeros_like(t_bw)
     else:
         t_c = np.asarray(flops_gpu, dtype=float) / (np.asarray(peak_tflops_, dtype=float) * 1e12 * eff.compute_efficiency)
-    t_gpu = np.maximum(t_bw, t_c) + np.asarray(layers, dtype=float) * eff.layer_overhead_ms / 1e3 + comm_s
+    t_fixed = np.asarray(layers, dtype=float) * eff.layer_overhead_ms / 1e3
+    t_gpu = np.maximum(t_bw, t_c) + t_fixed + comm_s
     t_host = np.asarray(layers, dtype=float) * eff.host_layer_ms / 1e3
     t = np.maximum(t_gpu, t_host)
-    bound = np.where(t_host >= t_gpu, "host-overhead", np.where(t_c > t_bw, "compute", "memory-bandwidth"))
+    # the per-layer fixed time (kernel launches, host work) bounds a step when it exceeds the roofline time
+    overhead = (t_host >= t_gpu) | (t_fixed > np.maximum(t_bw, t_c))
+    bound = np.where(overhead, "host-overhead", np.where(t_c > t_bw, "compute", "memory-bandwidth"))
     return t, bound
 
 
 def speed(spec: ModelSpec, fmt: QuantFormat, gpu: Gpu, *, gpus: int = DEFAULTS.gpus, batch: int = DEFAULTS.batch,
           context: int = DEFAULTS.context, engine: str = DEFAULTS.engine, kv_dtype: str = "fp16",
           parallel: str | None = None, link: str = "auto", catalog: Catalog | None = None,
-          eff: EngineEfficiency | None = None) -> SpeedEstimate:
-    """Decode and prefill speed of ``spec`` in ``fmt`` on ``gpus`` cards ``gpu``."""
+          eff: EngineEfficiency | None = None, backend: str | None = None) -> SpeedEstimate:
+    """Decode and prefill speed of ``spec`` in ``fmt`` on ``gpus`` cards ``gpu`` (``backend``: cuda, rocm,
+    vulkan, metal… — llama.cpp's factors differ per backend; default: the card vendor's, :func:`default_backend`)."""
     if engine not in ENGINE_PROFILES:
         raise UnknownNameError("engine", engine, ENGINE_PROFILES)
     for name, v in (("GPU count", gpus), ("batch", batch), ("context", context)):
@@ -212,7 +273,10 @@ def speed(spec: ModelSpec, fmt: QuantFormat, gpu: Gpu, *, gpus: int = DEFAULTS.g
             raise GpucostError(f"{name} must be a whole number >= 1, not {v}")
     if not spec.is_llm:
         raise GpucostError(f"{spec.id} is a diffusion model: tokens/s does not apply")
-    eff = eff or engine_efficiency(engine, catalog)
+    backend = backend or default_backend(gpu)
+    uncalibrated = eff is None and backend != "cuda" and not any(
+        f"/{backend}" in k for k in factor_keys(engine, fmt, backend) if k in efficiency_table(catalog))
+    eff = eff or engine_efficiency(engine, catalog, fmt, backend)
     prof = ENGINE_PROFILES[engine]
     parallel = parallel or prof.parallel
     if parallel not in ("tensor", "layer"):
@@ -221,15 +285,18 @@ def speed(spec: ModelSpec, fmt: QuantFormat, gpu: Gpu, *, gpus: int = DEFAULTS.g
         raise GpucostError(f"tensor parallel over {gpus} GPUs needs the {spec.num_attention_heads} attention "
                            "heads to divide evenly")
     bw = gpu.mem_bandwidth_gbps
-    peak = peak_tflops(gpu, fmt)
+    peak = peak_tflops(gpu, fmt, engine)
     notes = []
     if peak is None:
         notes.append(f"{gpu.id} has no dense {fmt.compute_dtype} figure: compute limits ignored, no prefill")
     if eff.borrowed_from:
         notes.append(f"{engine}: {eff.borrowed_from} (no calibration rows of its own)")
+    if uncalibrated:
+        notes.append(f"no {engine} measurements on {backend} ({gpu.vendor}) in the calibration corpus: the factors "
+                     "are fitted on CUDA (NVIDIA) rows; expect a larger error than the band says on this card")
     w_bytes, kv_bytes = _decode_bytes(spec, fmt, batch, context, engine, kv_dtype)
     flops_tok = _flops_per_token(spec, context)
-    L = spec.num_layers
+    L = overhead_layers(spec, engine)
     link_name, link_bw = gpu.link(link) if gpus > 1 else ("none", float("inf"))
     msg = batch * spec.hidden_size * 2.0  # one 16-bit hidden vector per sequence
     lat = eff.allreduce_latency_ms / 1e3
@@ -283,8 +350,7 @@ def decode_speed_cards(spec: ModelSpec, fmt: QuantFormat, cards: Sequence[Gpu], 
                        context: int = DEFAULTS.context, engine: str = DEFAULTS.engine,
                        catalog: Catalog | None = None) -> np.ndarray:
     """Decode tokens/s (whole batch) on every card of ``cards`` with ``counts[i]`` cards each (tensor
-    parallel for vLLM/TensorRT-LLM, layer split otherwise); NaN where the count is missing. Vectorized."""
-    eff = engine_efficiency(engine, catalog)
+    parallel for vLLM/TensorRT-LLM, layer split otherwise); NaN where the count is missing. Vectorized per backend (each card vendor's, as :func:`speed`)."""
     prof = ENGINE_PROFILES[engine]
     n = np.asarray(counts, dtype=float)
     ok = np.isfinite(n) & (n >= 1)
@@ -292,18 +358,24 @@ def decode_speed_cards(spec: ModelSpec, fmt: QuantFormat, cards: Sequence[Gpu], 
     w_bytes, kv_bytes = _decode_bytes(spec, fmt, batch, context, engine, "fp16")
     flops = batch * _flops_per_token(spec, context)
     bw = np.array([g.mem_bandwidth_gbps for g in cards], dtype=float)
-    peak = np.array([peak_tflops(g, fmt) or np.inf for g in cards], dtype=float)
-    L = spec.num_layers
-    lat = eff.allreduce_latency_ms / 1e3
+    peak = np.array([peak_tflops(g, fmt, engine) or np.inf for g in cards], dtype=float)
+    L = overhead_layers(spec, engine)
     links = np.array([g.link()[1] for g in cards], dtype=float)
     msg = batch * spec.hidden_size * 2.0
-    if prof.parallel == "tensor":
-        kv_shard = 1.0 if spec.is_mla else np.maximum(spec.num_kv_heads / n, 1.0) / spec.num_kv_heads
-        comm = np.where(n > 1, 2 * L * (lat + RING_FACTOR * (n - 1) / n * msg / (links * 1e9)), 0.0)
-        t, _ = decode_step(w_bytes / n + kv_bytes * kv_shard, flops / n, L, bw, peak, eff, comm)
-    else:
-        t_stage, _ = decode_step((w_bytes + kv_bytes) / n, flops / n, L / n, bw, peak, eff, 0.0)
-        t = t_stage * n + np.where(n > 1, (n - 1) * (lat + msg / (links * 1e9)), 0.0)
+    backends = np.array([default_backend(g) for g in cards])
+    t = np.full(len(cards), np.nan)
+    for be in set(backends.tolist()):
+        m = backends == be
+        eff = engine_efficiency(engine, catalog, fmt, be)
+        lat = eff.allreduce_latency_ms / 1e3
+        nm = n[m]
+        if prof.parallel == "tensor":
+            kv_shard = 1.0 if spec.is_mla else np.maximum(spec.num_kv_heads / nm, 1.0) / spec.num_kv_heads
+            comm = np.where(nm > 1, 2 * L * (lat + RING_FACTOR * (nm - 1) / nm * msg / (links[m] * 1e9)), 0.0)
+            t[m], _ = decode_step(w_bytes / nm + kv_bytes * kv_shard, flops / nm, L, bw[m], peak[m], eff, comm)
+        else:
+            t_stage, _ = decode_step((w_bytes + kv_bytes) / nm, flops / nm, L / nm, bw[m], peak[m], eff, 0.0)
+            t[m] = t_stage * nm + np.where(nm > 1, (nm - 1) * (lat + msg / (links[m] * 1e9)), 0.0)
     return np.where(ok, batch / t, np.nan)
 
 

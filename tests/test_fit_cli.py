@@ -98,6 +98,10 @@ def test_page_agrees_with_the_cli(tmp_path):
     assert rec["bars"] == 7  # six components + the card's usable-memory line
     assert rec["matrix"]["a100-80gb-sxm"]["awq-4bit-g128"] == 1
     assert rec["speed"] and all(s["tokens_per_s"] > 0 for s in rec["speed"])
+    # the same uncertainty band and verdict as the CLI; every speed row has its p10–p90
+    assert rec["band"]["per_gpu_gib"]["high"] == pytest.approx(cli["band"]["per_gpu_gib"]["high"])
+    assert rec["verdict"]["verdict"] == cli["fits"][0]["verdict"]
+    assert all(s["tokens_per_s_low"] < s["tokens_per_s"] < s["tokens_per_s_high"] for s in rec["speed"])
     cats = {e["category"] for e in rec["errors"]}
     assert {"file_size", "inference_memory", "training_memory", "decode_speed"} <= cats
 

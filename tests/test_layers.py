@@ -114,3 +114,12 @@ def test_notebooks_are_thin_and_without_outputs(nb):
     assert len(code) <= 6
     body = "".join("".join(c["source"]) for c in code)
     assert "def " not in body and "class " not in body, "logic belongs in gpucost/, not in the notebook"
+
+
+def test_every_subpackage_is_installed():
+    """pyproject lists packages explicitly: a new subpackage missing there is absent from a pip install."""
+    import tomllib
+
+    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    found = {".".join(p.parent.relative_to(ROOT).parts) for p in (ROOT / "gpucost").rglob("__init__.py")}
+    assert found - listed == set()

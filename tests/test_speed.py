@@ -12,7 +12,7 @@ from gpucost.errors import GpucostError
 from gpucost.models import catalog_spec
 from gpucost.quant import active_weight_fraction, get_format
 from gpucost.records import gpu
-from gpucost.speed import efficiency_table, speed, training_time
+from gpucost.speed import decode_speed_cards, efficiency_table, speed, training_time
 from gpucost.validation import calibrate
 
 from .conftest import DATA
@@ -46,12 +46,24 @@ def test_llama_cpp_decode_by_hand(cat, factors):
 
 
 def test_transformers_generate_is_bound_by_kernel_launches(cat, factors):
-    host = float(factors["transformers"]["host_layer_ms"])
+    f = factors["transformers"]
+    eta, c_ms = float(f["bw_efficiency"]), float(f["layer_overhead_ms"])
     s = catalog_spec("qwen2.5-0.5b", cat)
     sp = speed(s, get_format("bf16", cat), gpu(cat, "a100-80gb-sxm"), context=1024, engine="transformers", catalog=cat)
-    # 24 layers × the host time per layer, far above the 1 GB / 2039 GB/s the weights take to read
+    # 24 layers × the fixed time per layer, far above the ~1 GB / 2039 GB/s the weights take to read
+    assert 24 * c_ms / 1e3 > 5 * sp.bytes_per_step / 2039e9
     assert sp.bound == "host-overhead"
-    assert sp.decode_tokens_per_s == pytest.approx(1 / (24 * host / 1e3))
+    assert sp.decode_tokens_per_s == pytest.approx(1 / (sp.bytes_per_step / (2039e9 * eta) + 24 * c_ms / 1e3))
+
+
+def test_transformers_runs_moe_experts_as_a_loop(cat, factors):
+    """A mixture-of-experts layer in transformers pays the per-layer time once plus once per active expert."""
+    c_ms = float(factors["transformers"]["layer_overhead_ms"])
+    s = catalog_spec("mixtral-8x7b", cat)
+    tr = speed(s, get_format("bf16", cat), gpu(cat, "h100-sxm"), context=512, engine="transformers", catalog=cat)
+    vl = speed(s, get_format("bf16", cat), gpu(cat, "h100-sxm"), context=512, engine="vllm", catalog=cat)
+    assert tr.step_ms >= 32 * (1 + 2) * c_ms            # 32 layers × (router/attention + 2 experts)
+    assert vl.decode_tokens_per_s > 1.5 * tr.decode_tokens_per_s
 
 
 def test_tensor_parallel_adds_all_reduces(cat, factors):
@@ -124,3 +136,16 @@ def test_stored_factors_are_the_fit_on_their_calibration_rows(cat, factors):
     for engine, vals in fitted.items():
         for col, v in vals.items():
             assert float(factors[engine][col]) == pytest.approx(v, abs=1e-4), (engine, col)
+
+
+def test_amd_cards_say_their_backend_has_no_calibration(cat):
+    """llama.cpp on an AMD card runs ROCm; with no ROCm rows fitted the answer says so instead of silently
+    using factors fitted on NVIDIA cards; the page's vectorized speeds use the same factors."""
+    s, f = catalog_spec("llama-3.1-8b", cat), get_format("q4_k_m", cat)
+    amd = speed(s, f, gpu(cat, "rx-7900-xtx"), engine="llama.cpp", catalog=cat)
+    assert any("no llama.cpp measurements on rocm (AMD)" in n for n in amd.notes)
+    nv = speed(s, f, gpu(cat, "rtx-4090"), engine="llama.cpp", catalog=cat)
+    assert not any("measurements on" in n for n in nv.notes)
+    cards = decode_speed_cards(s, f, [gpu(cat, "rx-7900-xtx"), gpu(cat, "rtx-4090")], [1, 1], engine="llama.cpp",
+                               catalog=cat)
+    assert cards == pytest.approx([amd.decode_tokens_per_s, nv.decode_tokens_per_s])

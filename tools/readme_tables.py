@@ -58,14 +58,25 @@ _DATA_WHAT = {
     "fx": "exchange rates (ECB reference rates)",
     "models": "open models' architecture from their `config.json`",
     "quant_formats": "effective bits per weight, hardware needs and published perplexity loss",
-    "benchmarks": "published measurements the estimators are judged against",
+    "benchmarks": "the validation corpus: published measurements the estimators are judged against, each with its "
+                  "source document and conditions",
+    "engine_efficiency": "speed factors per engine, backend and kernel path, each with the corpus rows it was "
+                         "fitted on (tools/calibrate.py)",
+    "error_bands": "cross-validated error and p10–p90 of measured ÷ estimated per category and engine "
+                   "(tools/calibrate.py)",
 }
 
 
 def errors_table() -> str:
+    """The cross-validated error per category, then per category and engine (rows / documents)."""
     from gpucost.validation import markdown_table, summary, validate
 
-    return markdown_table(summary(validate()))
+    results = validate()
+    est = results[results["role"] == "validation"]
+    head = (f"{len(results)} measurements from {results['source_id'].nunique()} documents on "
+            f"{results['gpu'].replace('', None).nunique()} named GPUs; {len(est)} of them estimated, from "
+            f"{est['source_id'].nunique()} documents on {est['gpu'].replace('', None).nunique()} GPUs.\n\n")
+    return head + markdown_table(summary(results)) + "\n\nPer engine:\n\n" + markdown_table(summary(results, by="engine"))
 
 
 def claims_table() -> str:

@@ -5,14 +5,15 @@ from __future__ import annotations
 import argparse
 
 from gpucost.commands import add_spec
+from gpucost.memory_profiles import TRAINING_FRAMEWORKS
 from gpucost.specs import DEFAULTS, ENGINES
 
 NAME = "fit"
 HELP = "memory per GPU to serve or fine-tune a model, and how many of each card it needs"
 
 MODES = ["inference", "full", "lora", "qlora"]
-#: inference engines, and torchtune for training
-FIT_ENGINES = [*ENGINES, "torchtune"]
+#: inference engines, and the training frameworks (transformers is both)
+FIT_ENGINES = [*ENGINES, *(f for f in TRAINING_FRAMEWORKS if f not in ENGINES)]
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -29,7 +30,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_spec(p, "--offload", "offload")
     p.add_argument("--engine", default=None, choices=FIT_ENGINES,
                    help=f"inference engine (default: llama.cpp for GGUF, else {DEFAULTS.engine}); training: "
-                        "transformers (default) or torchtune")
+                        "transformers (default), torchtune or unsloth")
     add_spec(p, "--lora-rank", "lora_rank", metavar="R")
     p.add_argument("--lora-targets", default="all-linear", choices=["all-linear", "attention", "qv"])
     p.add_argument("--kv-dtype", default="fp16", choices=["fp16", "bf16", "fp32", "fp8", "q8_0", "q4_0"])
@@ -51,6 +52,7 @@ def default_engine(fmt, mode: str) -> str:
 
 
 def run(args: argparse.Namespace):
+    from gpucost.bands import fit_verdict, memory_band
     from gpucost.catalog import Catalog
     from gpucost.errors import GpucostError
     from gpucost.memory import Setup, card_fits, cheapest_cards, estimate, max_batch, max_context
@@ -62,8 +64,8 @@ def run(args: argparse.Namespace):
     spec = resolve_model(args.model, config=args.config, catalog=cat)
     fmt = get_format(args.quant, cat)
     engine = args.engine or default_engine(fmt, args.mode)
-    if args.mode == "inference" and engine == "torchtune":
-        raise GpucostError("torchtune is a training framework; pick an inference engine for --mode inference")
+    if args.mode == "inference" and engine not in ENGINES:
+        raise GpucostError(f"{engine} is a training framework; pick an inference engine for --mode inference")
     setup = Setup(mode=args.mode, context=args.context, batch=args.batch, gpus=args.gpus, engine=engine, zero=args.zero,
                   offload=args.offload, lora_rank=args.lora_rank, lora_targets=args.lora_targets,
                   kv_dtype=args.kv_dtype, gpu_layers=args.gpu_layers, optimizer=args.optimizer,
@@ -75,7 +77,8 @@ def run(args: argparse.Namespace):
         cards = cards[cards["id"] == gid]
     fits = card_fits(spec, fmt, est.setup, cards)
     out = est.to_dict()
-    out["fits"] = [f.to_dict() for f in fits]
+    out["band"] = memory_band(est, cat)
+    out["fits"] = [{**f.to_dict(), **fit_verdict(f, est, cat)} for f in fits]
     if args.gpu:
         vram = float(cards["vram_gib"].iloc[0])
         out["max_context"] = max_context(spec, fmt, est.setup, vram)
@@ -91,12 +94,18 @@ def render_text(r) -> str:
     lines = [f"{r['model']} · {r['quant']} · {r['mode']} · {r['engine']} · context {r['context']} · batch "
              f"{r['batch']} · {r['gpus']} GPU(s)" + (f" · ZeRO-{r['zero']}" if r['zero'] else ""),
              "per GPU [GiB]: " + ", ".join(f"{k} {v:.2f}" for k, v in pg.items()),
+             *([f"per GPU, {r['band']['per_gpu_gib']['band']} of measured / estimated over "
+                f"{r['band']['per_gpu_gib']['rows']} published measurements: {r['band']['per_gpu_gib']['low']:.2f}"
+                f"–{r['band']['per_gpu_gib']['high']:.2f} GiB"] if r.get("band") else []),
              f"CPU RAM {r['cpu_gib']:.2f} GiB · NVMe {r['nvme_gib']:.2f} GiB · weights file {r['weights_file_gib']:.2f} GiB"]
     if "max_context" in r:
         lines.append(f"longest context that fits: {r['max_context']} · largest batch: {r['max_batch']}")
     lines.append(f"{'card':28} {'VRAM':>6} {'min GPUs':>8}  reason")
     for f in r["fits"]:
-        lines.append(f"{f['name'][:28]:28} {f['vram_gib']:>6g} {str(f['min_gpus'] or '—'):>8}  {f['reason']}")
+        lines.append(f"{f['name'][:28]:28} {f['vram_gib']:>6g} {str(f['min_gpus'] or '—'):>8}  {f['reason']}"
+                     + ("; within the error band: test before buying" if f["verdict"] == "within_band" else "")
+                     + (f"; nvidia-smi shows ~{f['occupied_gib']:.1f} GiB (pre-allocated)"
+                        if f["occupied_gib"] and f["per_gpu_gib"] and f["occupied_gib"] > f["per_gpu_gib"] + 0.05 else ""))
     for c in r["cheapest"]:
         if c["gpu"]:
             lines.append(f"cheapest {c['basis']}: {c['count']} × {c['name']} = {c['cost']:,.2f} {c['currency']}"

@@ -23,12 +23,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--engine", default=None, choices=ENGINES,
                    help=f"default: llama.cpp for GGUF formats, else {DEFAULTS.engine}")
     p.add_argument("--parallel", default=None, choices=["tensor", "layer"], help="multi-GPU split (engine default)")
+    p.add_argument("--backend", default=None, choices=["cuda", "rocm", "vulkan", "metal", "sycl", "hpu"],
+                   help="llama.cpp's GPU backend (default: the card vendor's: CUDA on NVIDIA, ROCm on AMD)")
     p.add_argument("--link", default="auto", choices=["auto", "nvlink", "pcie"], help="link between the cards")
     p.add_argument("--currency", default=DEFAULTS.currency, metavar="C", help="currency of the cost per 1M tokens")
     p.add_argument("--json", action="store_true", help="print JSON")
 
 
 def run(args: argparse.Namespace):
+    from gpucost.bands import speed_band
     from gpucost.catalog import Catalog
     from gpucost.economics import Ownership, token_costs
     from gpucost.models import resolve_model
@@ -42,8 +45,9 @@ def run(args: argparse.Namespace):
     gpu = gpu_record(cat, args.gpu)
     engine = args.engine or ("llama.cpp" if fmt.is_gguf else DEFAULTS.engine)
     est = speed(spec, fmt, gpu, gpus=args.gpus, batch=args.batch, context=args.context, engine=engine,
-                parallel=args.parallel, link=args.link, catalog=cat)
+                parallel=args.parallel, link=args.link, catalog=cat, backend=args.backend)
     out = est.to_dict()
+    out["band"] = speed_band(est, cat)
     own = Ownership()
     out["cost_per_1m_tokens"] = token_costs(cat, gpu.id, est.decode_tokens_per_s, args.gpus, args.currency, own)
     out["currency"] = args.currency.upper()
@@ -62,6 +66,8 @@ def render_text(r) -> str:
              f"decode  {_fmt(r['decode_tokens_per_s'])} tokens/s ({_fmt(r['decode_tokens_per_s_per_seq'])} per sequence), "
              f"bound: {r['bound']}",
              f"prefill {_fmt(r['prefill_tokens_per_s'], 0)} tokens/s",
+             *[f"{k.split('_')[0]} {b['band']} (measured / estimated on {b['rows']} published rows, {b['engine']}): "
+               f"{_fmt(b['low'])}–{_fmt(b['high'])} tokens/s" for k, b in r.get("band", {}).items()],
              f"rooflines: bandwidth {_fmt(r['bandwidth_roofline_tokens_per_s'])}, compute "
              f"{_fmt(r['compute_roofline_tokens_per_s'])} tokens/s",
              "cost per 1M tokens [" + r["currency"] + "]: " + ", ".join(

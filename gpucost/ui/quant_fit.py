@@ -9,7 +9,7 @@ import math
 import ipywidgets as w
 import numpy as np
 
-from gpucost.catalog import derived
+from gpucost.bands import band, fit_verdict, memory_band
 from gpucost.economics import Ownership, job_costs, token_costs
 from gpucost.errors import GpucostError
 from gpucost.fmt import fmt_hours, fmt_money
@@ -17,6 +17,7 @@ from gpucost.i18n import localize
 from gpucost.memory import (
     ENGINE_PROFILES,
     MODES,
+    TRAINING_FRAMEWORKS,
     Setup,
     card_fits,
     catalog_key,
@@ -29,25 +30,20 @@ from gpucost.models import catalog_spec
 from gpucost.pricing import card_table
 from gpucost.quant import formats, get_format
 from gpucost.records import gpu_records
+from gpucost.serialize import number
 from gpucost.specs import DEFAULTS, SPECS
 from gpucost.speed import decode_speed_cards, efficiency_table, training_time
 from gpucost.ui.chart import TEMPLATE
 from gpucost.ui.shell import Page
+from gpucost.validation import TARGETS
 
 COMPONENTS = ("weights", "kv_cache", "activations", "gradients", "optimizer", "overhead")
 COLORS = {"weights": "#3b6ea8", "kv_cache": "#e49b0f", "activations": "#6aa84f", "gradients": "#a64d79",
           "optimizer": "#cc4125", "overhead": "#999999"}
 BAR_COUNTS = (1, 2, 4, 8)
-TRAIN_ENGINES = ("transformers", "torchtune")
+TRAIN_ENGINES = TRAINING_FRAMEWORKS
 #: cell colours of the fit matrix by the number of cards needed
 CELL_COLORS = ((1, "#b7e1b0"), (2, "#e8f2a1"), (4, "#fde3a7"), (8, "#f9c59a"), (10**9, "#f4a6a6"))
-
-
-def _error_summary(catalog):
-    """The validation error table (computed once per loaded benchmarks table; ~1 s)."""
-    from gpucost.validation import summary, validate
-
-    return derived(catalog.table("benchmarks"), "error_summary", lambda _b: summary(validate(catalog)))
 
 
 class QuantFitPage(Page):
@@ -236,9 +232,12 @@ class QuantFitPage(Page):
         if s.mode == "inference":
             tps = decode_speed_cards(spec, fmt, cards, counts, batch=s.batch, context=s.context, engine=s.engine,
                                      catalog=self.catalog)
+            b = band("decode_speed", s.engine, self.catalog)
+            lo, hi = (b.p10, b.p90) if b else (math.nan, math.nan)
             for f, n, t in zip(self.fits, counts, tps, strict=True):
                 if np.isfinite(t):
                     rows.append({"gpu": f.gpu, "name": f.name, "gpus": int(n), "tokens_per_s": float(t),
+                                 "tokens_per_s_low": float(t) * lo, "tokens_per_s_high": float(t) * hi,
                                  **token_costs(self.catalog, f.gpu, float(t), int(n), cur, own)})
         else:
             tokens = float(self.val("train_tokens"))
@@ -271,6 +270,17 @@ class QuantFitPage(Page):
                            batch=self.max_b if self.max_b is not None else "—"))
         if e.trainable_params:
             lines.append(t("fit_trainable", n=f"{e.trainable_params / 1e6:,.1f}"))
+        mband = memory_band(e, self.catalog)
+        if mband:
+            b = mband["per_gpu_gib"]
+            lines.append(t("fit_band_memory", low=f"{b['low']:.1f}", high=f"{b['high']:.1f}", rows=b["rows"],
+                           sources=b["sources"]))
+        if card.occupied_gib is not None and card.per_gpu_gib is not None and card.occupied_gib > card.per_gpu_gib + 0.05:
+            lines.append(t("fit_occupied", occ=f"{card.occupied_gib:.1f}", card=card.name, engine=s.engine,
+                           need=f"{card.per_gpu_gib:.1f}"))
+        self.verdict = fit_verdict(card, e, self.catalog)
+        if self.verdict["message"]:
+            lines.append(html.escape(localize(self.verdict["message"], self.state.lang)))
         if "compute capability" in card.reason:
             lines.append(html.escape(card.reason))
         lines += [html.escape(localize(n, self.state.lang)) for n in e.notes]
@@ -361,11 +371,12 @@ class QuantFitPage(Page):
         cur = self.state.currency
         t = self.t
         if s.mode == "inference":
-            heads = [t("fit_col_card"), t("fit_col_gpus"), t("fit_col_tps", batch=s.batch),
+            heads = [t("fit_col_card"), t("fit_col_gpus"), t("fit_col_tps", batch=s.batch), t("fit_col_tps_band"),
                      t("fit_col_cost_cloud", cur=cur), t("fit_col_cost_new", cur=cur), t("fit_col_cost_used", cur=cur)]
             body = "".join(
                 f"<tr data-id='{r['gpu']}'><td class='gc-l'>{html.escape(r['name'])}</td><td>{r['gpus']}</td>"
-                f"<td>{r['tokens_per_s']:,.1f}</td><td>{_fmt(r['cloud'], 3)}</td><td>{_fmt(r['new'], 3)}</td>"
+                f"<td>{r['tokens_per_s']:,.1f}</td><td>{_fmt(r['tokens_per_s_low'], 0)}–{_fmt(r['tokens_per_s_high'], 0)}</td>"
+                f"<td>{_fmt(r['cloud'], 3)}</td><td>{_fmt(r['new'], 3)}</td>"
                 f"<td>{_fmt(r['used'], 3)}</td></tr>" for r in self.speed_rows)
             help_ = t("fit_speed_help", years=f"{Ownership().years:g}", util=f"{Ownership().utilization * 100:.0f}")
         else:
@@ -398,17 +409,22 @@ class QuantFitPage(Page):
                                    + f"</tr></thead><tbody>{''.join(rows)}</tbody></table></details>")
 
     def _draw_errors(self) -> None:
-        summ = _error_summary(self.catalog)
-        heads = [self.t(k) for k in ("fit_err_category", "fit_err_rows", "fit_err_split", "fit_err_median",
-                                     "fit_err_p90", "fit_err_all", "fit_err_bound")]
+        """The cross-validated error per category and engine (data/error_bands.csv: each source document's
+        rows estimated with factors refitted without it)."""
+        summ = self.catalog.table("error_bands")
+        heads = [self.t(k) for k in ("fit_err_category", "fit_err_engine", "fit_err_rows", "fit_err_median",
+                                     "fit_err_p90", "fit_err_band", "fit_err_target")]
         body = []
         for r in summ.to_dict(orient="records"):
-            bound = "—" if math.isnan(r["bound_pct"]) else f"≤ {r['bound_pct']:g} %"
-            body.append(f"<tr><td class='gc-l'>{html.escape(self.t('fit_errcat_' + r['category']))}</td><td>{r['rows']}</td>"
-                        f"<td>{r['validation_rows']} / {r['calibration_rows']} / {r['skipped']}</td>"
-                        f"<td>{_pct(r['median_abs_error_pct'])}</td><td>{_pct(r['p90_abs_error_pct'])}</td>"
-                        f"<td>{_pct(r['median_abs_error_all_pct'])}</td><td>{bound}</td></tr>")
-        self.error_rows = summ.to_dict(orient="records")
+            target = TARGETS.get(r["category"])
+            eng = self.t("fit_err_all_engines") if r["engine"] == "*" else r["engine"]
+            body.append(f"<tr><td class='gc-l'>{html.escape(self.t('fit_errcat_' + r['category']))}</td>"
+                        f"<td class='gc-l'>{html.escape(eng)}</td><td>{r['rows']} / {r['sources']}</td>"
+                        f"<td>{_pct(number(r['median_abs_error_pct']))}</td><td>{_pct(number(r['p90_abs_error_pct']))}</td>"
+                        f"<td>{r['p10']:.2f}–{r['p90']:.2f}</td>"
+                        f"<td>{'—' if target is None else f'≤ {target:g} %'}</td></tr>")
+        self.error_rows = summ[["category", "engine", "rows", "sources", "median_abs_error_pct",
+                                "p90_abs_error_pct", "p10", "p90"]].to_dict(orient="records")
         fheads = [self.t(k) for k in ("fit_col_engine", "fit_col_bw_eff", "fit_col_layer_ms", "fit_col_host_ms",
                                       "fit_col_compute_eff", "fit_col_calibrated_on", "fit_col_source")]
         frows = []
@@ -439,7 +455,8 @@ class QuantFitPage(Page):
             "engine": self.est.setup.engine, "context": self.est.setup.context, "batch": self.est.setup.batch,
             "gpus": self.est.setup.gpus, "per_gpu_gib": self.est.per_gpu.to_dict(), "cpu_gib": self.est.cpu_gib,
             "weights_file_gib": self.est.weights_file_gib, "card": self.card.value,
-            "card_min_gpus": card.min_gpus if card else None, "max_context": self.max_ctx, "max_batch": self.max_b,
+            "card_min_gpus": card.min_gpus if card else None, "band": memory_band(self.est, self.catalog),
+            "verdict": {k: str(v) if k == "message" else v for k, v in getattr(self, "verdict", {}).items()}, "max_context": self.max_ctx, "max_batch": self.max_b,
             "matrix": {gid: {f: (None if math.isnan(v) else int(v)) for f, v in row.items()}
                        for gid, row in self.matrix.for_model(self.est.model).iterrows()},
             "speed": self.speed_rows[:60], "bars": len(self.fig.data),

@@ -1,0 +1,93 @@
+"""The uncertainty every memory and speed estimate carries: the p10–p90 of measured ÷ estimated over the
+validation corpus's rows of the same category and engine, each row estimated with factors refitted
+without its source document (data/error_bands.csv, written by ``tools/calibrate.py`` from
+:mod:`gpucost.validation`). An engine with too few rows of its own gets the band of all engines.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gpucost.catalog import Catalog, derived
+from gpucost.i18n import Message
+from gpucost.serialize import Record, number
+
+#: the band's name in the JSON and on the page
+BAND_LABEL = "p10-p90"
+
+
+@dataclass(frozen=True)
+class Band(Record):
+    """Measured ÷ estimated on ``rows`` cross-validated measurements from ``sources`` documents."""
+
+    category: str
+    engine: str          # whose rows made the band; "*" = every engine (this engine has too few rows)
+    p10: float
+    p50: float
+    p90: float
+    rows: int
+    sources: int
+    median_abs_error_pct: float | None
+
+    def around(self, value: float) -> dict:
+        """The band around one estimate: {"low", "high", "basis", "rows", "sources"}."""
+        return {"low": value * self.p10, "high": value * self.p90, "band": BAND_LABEL, "category": self.category,
+                "engine": self.engine, "rows": self.rows, "sources": self.sources,
+                "median_abs_error_pct": self.median_abs_error_pct}
+
+
+def _index(table) -> dict[tuple[str, str], Band]:
+    out = {}
+    for r in table.to_dict(orient="records"):
+        out[(str(r["category"]), str(r["engine"]))] = Band(
+            category=str(r["category"]), engine=str(r["engine"]), p10=float(r["p10"]), p50=float(r["p50"]),
+            p90=float(r["p90"]), rows=int(r["rows"]), sources=int(r["sources"]),
+            median_abs_error_pct=number(r.get("median_abs_error_pct")))
+    return out
+
+
+def band(category: str, engine: str, catalog: Catalog | None = None) -> Band | None:
+    """The band of ``category`` (decode_speed, prefill_speed, inference_memory, training_memory, file_size)
+    for ``engine``; the all-engine band where the engine has none; None where the category has none."""
+    catalog = catalog or Catalog()
+    table = catalog.table("error_bands")
+    idx = derived(table, "band_index", _index)
+    return idx.get((category, engine)) or idx.get((category, "*"))
+
+
+def memory_category(mode: str) -> str:
+    return "inference_memory" if mode == "inference" else "training_memory"
+
+
+def memory_band(est, catalog: Catalog | None = None) -> dict | None:
+    """The band around a memory estimate's per-GPU total [GiB] (``est``: :class:`gpucost.memory.Estimate`)."""
+    b = band(memory_category(est.setup.mode), est.setup.engine, catalog)
+    return None if b is None else {"per_gpu_gib": b.around(est.total_gib)}
+
+
+def fit_verdict(fit, est, catalog: Catalog | None = None) -> dict:
+    """Whether a card holds the setup with room to spare or only inside the error band
+    (``fit``: :class:`gpucost.memory.CardFit`): spare memory [GiB] on each of ``min_gpus`` cards, the
+    need at the band's p90, and the verdict (fits | within_band | no) with its sentence."""
+    b = band(memory_category(est.setup.mode), est.setup.engine, catalog)
+    if fit.min_gpus is None or fit.per_gpu_gib is None:
+        return {"verdict": "no", "spare_gib": None, "need_p90_gib": None, "message": ""}
+    spare = fit.usable_gib - fit.per_gpu_gib
+    high = fit.per_gpu_gib * (b.p90 if b else 1.0)
+    tight = b is not None and high > fit.usable_gib
+    msg = Message("band_tight" if tight else "band_fits", spare=f"{spare:.1f}", high=f"{high:.1f}",
+                  usable=f"{fit.usable_gib:.1f}", n=fit.min_gpus)
+    return {"verdict": "within_band" if tight else "fits", "spare_gib": spare, "need_p90_gib": high, "message": msg}
+
+
+def speed_band(sp, catalog: Catalog | None = None) -> dict:
+    """The bands around a speed estimate's decode and prefill tokens/s (``sp``: SpeedEstimate)."""
+    out = {}
+    for cat, field in (("decode_speed", "decode_tokens_per_s"), ("prefill_speed", "prefill_tokens_per_s")):
+        b, v = band(cat, sp.engine, catalog), getattr(sp, field)
+        if b is not None and v is not None:
+            out[field] = b.around(v)
+    return out
+
+
+__all__ = ["Band", "BAND_LABEL", "band", "memory_category", "memory_band", "fit_verdict", "speed_band"]

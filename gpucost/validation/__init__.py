@@ -1,0 +1,172 @@
+"""How wrong are the estimators, on measurements they were not fitted on?
+
+Every row of the validation corpus (data/benchmarks.csv: published measurements, each from a named source
+document) is estimated (:mod:`~gpucost.validation.corpus`). The speed factors are fitted on the corpus
+(:mod:`~gpucost.validation.fit`); the published error is **cross-validated by source document**: each
+document's rows are estimated with factors refitted without that document. The memory and file-size
+models have no fitted factor, so every row is already out of sample for them.
+
+:func:`validate` gives one row per measurement with its cross-validated estimate and error;
+:func:`summary` the median and p90 absolute error per category (and per engine), with the number of rows
+and of documents; :func:`error_bands` the p10–p90 of measured / estimated per category and engine — the
+band every estimate carries (data/error_bands.csv, refitted by ``tools/calibrate.py``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+
+import numpy as np
+import pandas as pd
+
+from gpucost.catalog import Catalog
+from gpucost.errors import GpucostError
+from gpucost.validation.corpus import (
+    CATEGORIES,
+    COMPARE_UNIT,
+    SPEED_CATEGORIES,
+    comparison_value,
+    convert,
+    engine_of,
+    row_estimate,
+    source_of,
+)
+from gpucost.validation.fit import corpus_terms, fit_factors, fitted_table
+
+#: the issue's targets: median absolute error [%] on documents not used to fit, with p90 ≤ 2.5 × median
+TARGETS = {"file_size": 1.0, "inference_memory": 5.0, "training_memory": 10.0, "decode_speed": 15.0,
+           "prefill_speed": 25.0}
+#: what the tests hold on the median today: the target where the median meets it, else the measured
+#: cross-validated median a little above (README "what still misses")
+BOUNDS = {"file_size": 1.0, "inference_memory": 5.0, "training_memory": 15.0, "decode_speed": 22.0,
+          "prefill_speed": 25.0}
+P90_RATIO = 2.5
+
+
+def _engine(row: dict) -> str:
+    try:
+        return engine_of(row)
+    except GpucostError:
+        return str(row.get("engine") or "")
+
+
+def validate(catalog: Catalog | None = None, *, cross_validated: bool = True) -> pd.DataFrame:
+    """One row per measurement: measured (comparison unit), estimate, error %, role (``validation``:
+    estimated with factors not fitted on its document; ``skipped`` with the reason)."""
+    catalog = catalog or Catalog()
+    rows = catalog.table("benchmarks").to_dict(orient="records")
+    terms = corpus_terms(catalog)
+    full = fitted_table(catalog, terms=terms)
+    tables: dict[str, dict] = {}
+    out = []
+    for row in rows:
+        src = source_of(row)
+        base = {"id": row["id"], "category": row["category"], "source_id": src, "model": row["model_id"],
+                "quant": str(row.get("quant") or ""), "engine": _engine(row), "backend": str(row.get("backend") or ""),
+                "gpu": str(row.get("gpu_id") or ""), "measure_kind": str(row.get("measure_kind") or "")}
+        try:
+            measured, unit = comparison_value(row)
+            if cross_validated and row["category"] in SPEED_CATEGORIES:
+                if src not in tables:
+                    tables[src] = fitted_table(catalog, exclude_source=src, terms=terms)
+                table = tables[src]
+            else:
+                table = full
+            est = row_estimate(row, catalog, table)
+            if not math.isfinite(est) or est <= 0:
+                raise GpucostError(f"the estimator gives no finite value ({est})")
+            out.append({**base, "measured": measured, "unit": unit, "estimate": est,
+                        "error_pct": (est / measured - 1) * 100, "role": "validation", "reason": ""})
+        except GpucostError as exc:
+            out.append({**base, "measured": float("nan"), "unit": COMPARE_UNIT.get(row["category"], ""),
+                        "estimate": float("nan"), "error_pct": float("nan"), "role": "skipped", "reason": str(exc)})
+    return pd.DataFrame(out)
+
+
+def _stats(errs: pd.Series) -> tuple[float, float]:
+    a = errs.abs().dropna()
+    return (float(np.median(a)), float(np.percentile(a, 90))) if len(a) else (math.nan, math.nan)
+
+
+def summary(results: pd.DataFrame, by: str | None = None) -> pd.DataFrame:
+    """Per category (and per ``by``, e.g. ``"engine"``): rows, rows estimated, documents, median and p90
+    absolute error of the cross-validated estimates, the target and the bound the tests hold."""
+    out = []
+    groups = [(c, None) for c in CATEGORIES] if by is None else sorted(
+        {(c, v) for c, v in zip(results["category"], results[by], strict=True) if c in CATEGORIES})
+    for cat, val in groups:
+        r = results[(results["category"] == cat) & ((results[by] == val) if by else True)]
+        ok = r[r["role"] == "validation"]
+        med, p90 = _stats(ok["error_pct"])
+        out.append({"category": cat, **({by: val} if by else {}), "rows": len(r), "estimated": len(ok),
+                    "sources": ok["source_id"].nunique(), "skipped": int((r["role"] == "skipped").sum()),
+                    "median_abs_error_pct": med, "p90_abs_error_pct": p90,
+                    "target_pct": TARGETS.get(cat, math.nan), "bound_pct": BOUNDS.get(cat, math.nan)})
+    return pd.DataFrame(out)
+
+
+def _pct(v) -> str:
+    return "—" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v:.1f} %"
+
+
+def markdown_table(summ: pd.DataFrame) -> str:
+    """The error table in Markdown (README and page): per category, or per category and engine."""
+    by = "engine" if "engine" in summ.columns else None
+    head = "| category |" + (" engine |" if by else "") + (" rows estimated / documents | median abs error "
+                                                          "| p90 | target |")
+    lines = [head, "| --- |" + (" --- |" if by else "") + " ---: | ---: | ---: | ---: |"]
+    for r in summ.to_dict(orient="records"):
+        if by and not r["estimated"]:
+            continue
+        tgt = "—" if math.isnan(r["target_pct"]) else f"≤ {r['target_pct']:g} %"
+        lines.append(f"| {r['category']} |" + (f" {r[by] or '—'} |" if by else "")
+                     + f" {r['estimated']} / {r['sources']} | {_pct(r['median_abs_error_pct'])} | "
+                     f"{_pct(r['p90_abs_error_pct'])} | {tgt} |")
+    return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------------------------------
+# Bands: what an estimate's measured value has been, relative to it
+# --------------------------------------------------------------------------------------------------
+
+#: a band needs this many cross-validated rows (else the category's band over all engines is used)
+MIN_BAND_ROWS = 8
+
+
+def error_bands(results: pd.DataFrame) -> pd.DataFrame:
+    """p10, p50 and p90 of measured / estimated per category and engine (``*``: all engines), from the
+    cross-validated rows: a measurement has fallen between E × p10 and E × p90 for eight of ten
+    estimates E of that category and engine."""
+    ok = results[(results["role"] == "validation") & (results["estimate"] > 0)]
+    out = []
+    groups: dict[tuple[str, str], list[float]] = defaultdict(list)
+    for cat, eng, m, e in zip(ok["category"], ok["engine"], ok["measured"], ok["estimate"], strict=True):
+        groups[(cat, "*")].append(m / e)
+        groups[(cat, eng)].append(m / e)
+    for (cat, eng), ratios in sorted(groups.items()):
+        if len(ratios) < MIN_BAND_ROWS and eng != "*":
+            continue
+        p10, p50, p90 = np.percentile(ratios, [10, 50, 90])
+        out.append({"category": cat, "engine": eng, "rows": len(ratios), "p10": round(float(p10), 3),
+                    "p50": round(float(p50), 3), "p90": round(float(p90), 3)})
+    return pd.DataFrame(out)
+
+
+def calibrate(catalog: Catalog | None = None) -> dict[str, dict]:
+    """The speed factors fitted on the whole corpus: {key: {factor: value}} (tools/calibrate.py writes them
+    to data/engine_efficiency.csv; a test checks the stored table holds them)."""
+    catalog = catalog or Catalog()
+    fitted = fit_factors(corpus_terms(catalog))
+    out = {}
+    for key, f in fitted.items():
+        if key == "all":  # the pooled prefill fit every key without its own starts from
+            continue
+        vals = {c: getattr(f, c) for c in ("bw_efficiency", "layer_overhead_ms", "compute_efficiency")
+                if getattr(f, c) is not None}
+        out[key] = vals
+    return out
+
+
+__all__ = ["CATEGORIES", "TARGETS", "BOUNDS", "P90_RATIO", "convert", "comparison_value", "row_estimate", "validate",
+           "summary", "markdown_table", "error_bands", "calibrate"]

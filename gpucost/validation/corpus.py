@@ -1,0 +1,243 @@
+"""The validation corpus (data/benchmarks.csv) row by row: what was measured, in one comparison unit, and
+gpucost's estimate of the same thing.
+
+A row is a number someone measured on real hardware, from one source document (``source_id``, the unit
+of cross-validation). Rules that turn a row into the estimator's question, from its columns (a few facts
+without a column are read from its notes):
+
+* Units: sizes in GiB (GB = 10^9 bytes as written; a source whose notes say its "GB" is 2^30 was
+  transcribed as GiB); speeds in tokens/s (a decode figure given as ms per token is turned into tokens/s
+  per sequence); time to first token and time per output token in ms; MFU as a fraction.
+* Engines: Ollama runs llama.cpp; the fine-tuning libraries built on transformers (PEFT, TRL,
+  LLaMA-Factory, axolotl, Unsloth, DeepSpeed) train with transformers' memory profile; torchtune has its
+  own. Engines gpucost has no profile for (MLC, TGI, AutoAWQ's fused kernels, ExLlama v1, LitGPT, …) are
+  skipped with that reason.
+* What was measured (``measure_kind``): ``nvidia_smi`` is compared with what the process occupies on the
+  card (:func:`gpucost.memory.occupied_gib`: vLLM and SGLang take their share whatever the model needs);
+  ``model_weights`` with the weights, ``kv_cache`` with the KV cache; every other kind (allocator peak,
+  reserved, an engine's log, unknown) with what the engine allocates (without the CUDA context).
+* Inference memory: ``context`` is the KV length allocated (llama.cpp ``-c``, vLLM ``max_model_len``),
+  else prompt + generated tokens; the prompt (the largest forward pass) is ``prompt_tokens`` when given.
+* Decode speed: batch-1 rows per sequence; a batch row is the aggregate over the batch when its notes say
+  so, else per sequence; the KV length is prompt + generated / 2. Prefill: a prompt of ``prompt_tokens``
+  (else ``context``) tokens; time to first token is that prompt's prefill time.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+from gpucost.catalog import Catalog
+from gpucost.errors import GpucostError
+from gpucost.memory import Setup, estimate, kv_pool_gib, occupied_gib
+from gpucost.memory_profiles import ENGINE_PROFILES, OPTIMIZERS
+from gpucost.models import catalog_spec, model_id
+from gpucost.quant import GIB, get_format, weights_file_gib
+from gpucost.records import Gpu, gpu_records
+from gpucost.serialize import number
+from gpucost.speed import EngineEfficiency, efficiency_table, engine_efficiency, speed
+
+#: explicit unit conversions to the comparison unit (GiB = 2^30 bytes; GB = 10^9 bytes; MiB = 2^20 bytes)
+UNIT_TO_GIB = {"GiB": 1.0, "GB": 1e9 / GIB, "MiB": 2**20 / GIB, "MB": 1e6 / GIB}
+UNIT_TO_MS = {"ms": 1.0, "s": 1000.0}
+CATEGORIES = ("file_size", "inference_memory", "training_memory", "decode_speed", "prefill_speed", "ttft", "tpot",
+              "mfu")
+#: the unit each category is compared in
+COMPARE_UNIT = {"file_size": "GiB", "inference_memory": "GiB", "training_memory": "GiB", "decode_speed": "tokens/s",
+                "prefill_speed": "tokens/s", "ttft": "ms", "tpot": "ms", "mfu": "fraction"}
+SPEED_CATEGORIES = ("decode_speed", "prefill_speed", "ttft", "tpot")
+#: the corpus's engine names → gpucost's inference engine (None: not modelled)
+INFERENCE_ENGINES = {"transformers": "transformers", "transformers+peft": "transformers", "vllm": "vllm",
+                     "llama.cpp": "llama.cpp", "ollama": "llama.cpp", "tensorrt-llm": "tensorrt-llm",
+                     "sglang": "sglang", "exllamav2": "exllamav2"}
+#: … and training framework (the libraries built on transformers train with its memory profile)
+TRAINING_ENGINES = {"transformers": "transformers", "transformers+peft": "transformers", "peft": "transformers",
+                    "trl": "transformers", "llama-factory": "transformers", "axolotl": "transformers",
+                    "unsloth": "unsloth", "deepspeed": "transformers", "torchtune": "torchtune"}
+#: FlashAttention in the measurements' era: transformers rows name Flash Attention 2 or SDPA, vLLM, SGLang,
+#: TensorRT-LLM and ExLlamaV2 always use a fused kernel; llama.cpp needed ``-fa`` (off by default then)
+FLASH_BY_ENGINE = {"llama.cpp": False}
+
+
+def comparison_value(row: dict) -> tuple[float, str]:
+    """A row's measured value in its category's comparison unit (see the module docstring)."""
+    cat, unit, value = str(row["category"]), str(row["unit"]), float(row["measured"])
+    want = COMPARE_UNIT.get(cat)
+    if want == "GiB" and unit in UNIT_TO_GIB:
+        return value * UNIT_TO_GIB[unit], "GiB"
+    if want == "tokens/s" and unit == "tokens/s":
+        return value, "tokens/s"
+    if cat == "decode_speed" and unit in UNIT_TO_MS:  # a latency per generated token
+        return 1000.0 / (value * UNIT_TO_MS[unit]), "tokens/s"
+    if want == "ms" and unit in UNIT_TO_MS:
+        return value * UNIT_TO_MS[unit], "ms"
+    if want == "fraction" and unit in ("fraction", "%"):
+        return (value / 100 if unit == "%" else value), "fraction"
+    raise GpucostError(f"a {cat} row in '{unit}' has no comparison unit")
+
+
+def convert(value: float, unit: str) -> tuple[float, str]:
+    """A size or speed in the comparison unit (kept for callers that convert one value)."""
+    if unit in UNIT_TO_GIB:
+        return value * UNIT_TO_GIB[unit], "GiB"
+    if unit in ("tokens/s", "fraction"):
+        return value, unit
+    if unit in UNIT_TO_MS:
+        return value * UNIT_TO_MS[unit], "ms"
+    raise GpucostError(f"unknown unit '{unit}' in benchmarks.csv")
+
+
+def _int(v, default: int) -> int:
+    x = number(v)
+    return int(x) if x is not None else default
+
+
+def engine_of(row: dict) -> str:
+    """gpucost's engine (or training framework) for a row; GpucostError when it has none."""
+    name = str(row.get("engine") or "").lower()
+    table = TRAINING_ENGINES if row["category"] == "training_memory" else INFERENCE_ENGINES
+    if name not in table:
+        raise GpucostError(f"engine '{row.get('engine') or '?'}' is not modelled")
+    return table[name]
+
+
+def backend_of(row: dict) -> str:
+    return str(row.get("backend") or "cuda").lower() or "cuda"
+
+
+def _gpu(row: dict, catalog: Catalog) -> Gpu:
+    gid = str(row.get("gpu_id") or "")
+    if not gid:
+        raise GpucostError("no GPU named")
+    recs = gpu_records(catalog)
+    if gid not in recs:
+        raise GpucostError(f"GPU '{gid}' is not in gpus.csv")
+    return recs[gid]
+
+
+def _tokens(row: dict) -> tuple[int, int, int]:
+    """(context allocated, prompt processed, tokens generated) of a row."""
+    ctx, prompt, gen = (_int(row.get(k), 0) for k in ("context", "prompt_tokens", "gen_tokens"))
+    return ctx, prompt, gen
+
+
+def _inference_memory(row: dict, spec, fmt, catalog: Catalog) -> float:
+    engine = engine_of(row)
+    ctx, prompt, gen = _tokens(row)
+    batch, gpus = _int(row.get("batch"), 1), _int(row.get("num_gpus"), 1)
+    context = ctx if ctx > 0 else max(prompt + gen, 1)
+    prompt = min(prompt if prompt > 0 else (ctx if engine != "llama.cpp" else min(max(ctx, 1), 512)), context)
+    s = Setup(mode="inference", context=max(context, 1), prompt=max(prompt, 1), batch=batch, gpus=gpus, engine=engine,
+              flash_attention=FLASH_BY_ENGINE.get(engine, True))
+    est = estimate(spec, fmt, s)
+    kind = str(row.get("measure_kind") or "unknown")
+    prof = ENGINE_PROFILES[engine]
+    per_gpu: float | None
+    if kind == "kv_cache" and prof.preallocate is not None:
+        # a pre-allocating engine's KV pool fills the memory it takes, whatever the context needs
+        per_gpu = kv_pool_gib(est, _gpu(row, catalog).vram_gib, _stated_fraction(row, prof.preallocate))
+    else:
+        per_gpu = {"model_weights": est.per_gpu.weights, "kv_cache": est.per_gpu.kv_cache}.get(kind)
+    if per_gpu is None and kind == "nvidia_smi":
+        per_gpu = occupied_gib(est, _gpu(row, catalog).vram_gib, _stated_fraction(row, prof.preallocate))
+    if per_gpu is None:
+        per_gpu = est.engine_gib
+    return per_gpu * (gpus if "total over" in str(row.get("notes") or "").lower() else 1)
+
+
+_FRACTION = re.compile(r"(?:gpu_memory_utilization|mem[_-]fraction[_-]static|free_gpu_mem(?:ory)?_fraction)"
+                       r"\s*(?:=|:|of|is|set to)?\s*(0?\.\d+|1\.0)")
+
+
+def _stated_fraction(row: dict, preallocate: str | None) -> float | None:
+    """The share of the card a row's notes say the engine was given (gpu_memory_utilization=0.95, …)."""
+    if preallocate is None:
+        return None
+    m = _FRACTION.search(str(row.get("notes") or ""))
+    return float(m.group(1)) if m else None
+
+
+def _training_memory(row: dict, spec, fmt) -> float:
+    framework = engine_of(row)
+    ctx, _, _ = _tokens(row)
+    if ctx < 1:
+        raise GpucostError("the sequence length is not stated")
+    opt = str(row.get("optimizer") or "")
+    ckpt = str(row.get("grad_checkpointing") or "true").lower() not in ("false", "0", "no")
+    offload = str(row.get("offload") or "").lower()
+    if offload not in ("none", "cpu", "nvme"):
+        offload = "cpu" if "cpu offload" in str(row.get("notes") or "").lower() else "none"
+    zero = _int(row.get("zero_stage"), 0)
+    s = Setup(mode=str(row.get("mode") or "full"), context=max(ctx, 1), batch=_int(row.get("batch"), 1),
+              gpus=_int(row.get("num_gpus"), 1), engine=framework, zero=zero, offload=offload if zero else "none",
+              lora_rank=_int(row.get("lora_rank"), Setup.lora_rank), optimizer=opt if opt in OPTIMIZERS else None,
+              grad_checkpointing=ckpt, flash_attention=True)
+    est = estimate(spec, fmt, s)
+    return est.per_gpu.total if str(row.get("measure_kind")) == "nvidia_smi" else est.engine_gib
+
+
+def _aggregate(row: dict) -> bool:
+    return _int(row.get("batch"), 1) > 1 and "aggregate" in str(row.get("notes") or "").lower()
+
+
+def _speed(row: dict, spec, fmt, catalog: Catalog, table: dict[str, EngineEfficiency]) -> float:
+    cat = row["category"]
+    engine = engine_of(row)
+    if engine not in ENGINE_PROFILES:
+        raise GpucostError(f"engine '{engine}' has no speed model")
+    gpu = _gpu(row, catalog)
+    eff = engine_efficiency(engine, catalog, fmt, backend_of(row), table=table)
+    ctx, prompt, gen = _tokens(row)
+    batch, gpus = _int(row.get("batch"), 1), _int(row.get("num_gpus"), 1)
+    if cat in ("decode_speed", "tpot"):
+        kv = max(1, int(round((prompt or ctx) + gen / 2)))
+        sp = speed(spec, fmt, gpu, gpus=gpus, batch=batch, context=kv, engine=engine, catalog=catalog, eff=eff)
+        tps = sp.decode_tokens_per_s if _aggregate(row) else sp.decode_tokens_per_s_per_seq
+        return tps if cat == "decode_speed" else 1000.0 / sp.decode_tokens_per_s_per_seq
+    p = max(prompt or ctx, 1)
+    sp = speed(spec, fmt, gpu, gpus=gpus, batch=1, context=p, engine=engine, catalog=catalog, eff=eff)
+    if sp.prefill_tokens_per_s is None:
+        raise GpucostError(f"{gpu.id} has no dense throughput figure")
+    if cat == "prefill_speed":
+        return sp.prefill_tokens_per_s * (batch if _aggregate(row) else 1)
+    return 1000.0 * p * batch / sp.prefill_tokens_per_s  # the prompts of a batch are one prefill
+
+
+def row_estimate(row: dict, catalog: Catalog, table: dict[str, EngineEfficiency] | None = None) -> float:
+    """The estimator's value for one corpus row, in the row's comparison unit. Raises GpucostError (with
+    the reason) when the row cannot be estimated."""
+    table = table if table is not None else efficiency_table(catalog)
+    cat = row["category"]
+    if cat not in CATEGORIES:
+        raise GpucostError(f"category '{cat}' is not estimated here")
+    mid = model_id(str(row["model_id"]), catalog)
+    if mid is None:  # every category, MFU included: each row is judged on a catalog model
+        raise GpucostError(f"model '{row['model_id']}' is not in models.csv")
+    if cat == "mfu":
+        return table["training"].mfu
+    spec = catalog_spec(mid, catalog)
+    try:
+        fmt = get_format(str(row.get("quant") or "bf16"), catalog)
+    except GpucostError:
+        raise GpucostError(f"format '{row.get('quant')}' is not in quant_formats.csv") from None
+    if cat == "file_size":
+        return weights_file_gib(spec, fmt)
+    if cat == "inference_memory":
+        return _inference_memory(row, spec, fmt, catalog)
+    if cat == "training_memory":
+        return _training_memory(row, spec, fmt)
+    return _speed(row, spec, fmt, catalog, table)
+
+
+_SLUG = re.compile(r"[^a-z0-9.]+")
+
+
+def source_of(row: dict) -> str:
+    """A row's source document (its ``source_id``; else one made from its URL)."""
+    sid = str(row.get("source_id") or "")
+    return sid or _SLUG.sub("-", re.sub(r"#.*", "", str(row.get("source") or "")).lower()).strip("-")
+
+
+def is_finite(x) -> bool:
+    return x is not None and isinstance(x, float) and math.isfinite(x)

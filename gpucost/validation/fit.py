@@ -1,0 +1,290 @@
+"""Speed factors fitted on the corpus, and the error on documents they were not fitted on.
+
+The decode and prefill model (:mod:`gpucost.speed`) has three factors per engine — bandwidth efficiency
+η, a fixed time per layer c, compute efficiency η_c — kept in data/engine_efficiency.csv by *key*: the
+engine, and where the corpus has enough rows, the engine on one backend (``llama.cpp/rocm``) or one kernel
+path (``transformers/bnb-int8``). :func:`fit_factors` fits every key with enough rows by least squares on
+log(estimate / measured), over single-GPU rows: η and c on decode rows (a grid, refined), η_c on prefill
+and time-to-first-token rows. A key without enough rows takes its parent's factors
+(:func:`gpucost.speed.factor_keys`); an engine without rows takes vLLM's.
+
+:func:`cross_validate` is the published error: for each source document, every factor is refitted without
+it and its rows are estimated with the refitted table — leave-one-document-out, so no row is judged by a
+factor fitted on its own document (a key fitted only on that document falls back to its parent).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from gpucost.catalog import Catalog
+from gpucost.errors import GpucostError
+from gpucost.memory_profiles import ENGINE_PROFILES
+from gpucost.models import catalog_spec, model_id
+from gpucost.quant import get_format
+from gpucost.speed import (
+    EngineEfficiency,
+    _decode_bytes,
+    _flops_per_token,
+    efficiency_table,
+    factor_keys,
+    kernel_family,
+    overhead_layers,
+    peak_tflops,
+)
+from gpucost.validation.corpus import (
+    SPEED_CATEGORIES,
+    _aggregate,
+    _gpu,
+    _int,
+    _tokens,
+    backend_of,
+    comparison_value,
+    engine_of,
+    source_of,
+)
+
+#: a key is fitted on at least this many rows (else it takes its parent's factors); a specific key with
+#: fewer than ``TWO_FACTOR_ROWS`` decode rows fits η alone (c from its parent)
+MIN_DECODE_ROWS = 2
+MIN_PREFILL_ROWS = 3
+TWO_FACTOR_ROWS = 6
+#: the kernel paths an engine's own factors are fitted on (its default path); other paths fit their own key
+DEFAULT_KERNELS = {"llama.cpp": ("gguf", "float")}
+#: the engine whose factors an engine without rows borrows
+FALLBACK_ENGINE = "vllm"
+#: starting values where nothing is fitted yet (η_c from the corpus-wide prefill fit replaces it)
+DEFAULT = {"bw_efficiency": 0.8, "layer_overhead_ms": 0.1, "compute_efficiency": 0.5}
+GRID_BW = np.arange(0.05, 1.0 + 1e-9, 0.01)
+GRID_C = np.arange(0.0, 2.0 + 1e-9, 0.01)
+GRID_COMPUTE = np.arange(0.01, 1.0 + 1e-9, 0.005)
+
+
+@dataclass(frozen=True)
+class Terms:
+    """What one single-GPU speed row contributes to a fit (see :mod:`gpucost.speed`)."""
+
+    id: str
+    source: str
+    keys: tuple[str, ...]
+    kind: str            # decode | prefill
+    weights: float       # bytes read per step
+    kv: float            # KV bytes per sequence per step
+    flops: float         # decode: per token; prefill: for the whole prompt
+    layers: float        # layers paying the fixed time
+    bw: float            # GB/s
+    peak: float          # TFLOPS (inf: no figure)
+    batch: float
+    tokens: float        # prefill: prompt tokens
+    measured: float      # decode: tokens/s per sequence; prefill: seconds for the prompt
+
+
+def terms_of(row: dict, catalog: Catalog) -> Terms | None:
+    """The fit terms of a speed row; None when it is not a single-GPU row the fit can use."""
+    if row["category"] not in SPEED_CATEGORIES or _int(row.get("num_gpus"), 1) != 1:
+        return None
+    try:
+        engine = engine_of(row)
+        mid = model_id(str(row["model_id"]), catalog)
+        if mid is None:
+            return None
+        spec = catalog_spec(mid, catalog)
+        fmt = get_format(str(row.get("quant") or "bf16"), catalog)
+        gpu = _gpu(row, catalog)
+        value, _unit = comparison_value(row)
+    except GpucostError:
+        return None
+    if not spec.is_llm:
+        return None
+    keys = tuple(factor_keys(engine, fmt, backend_of(row)))
+    if kernel_family(fmt) not in DEFAULT_KERNELS.get(engine, ("float",)):
+        keys = tuple(k for k in keys if k != engine)  # the engine's own factors are its default path's
+    peak = peak_tflops(gpu, fmt, engine) or math.inf
+    ctx, prompt, gen = _tokens(row)
+    batch = float(_int(row.get("batch"), 1))
+    L = overhead_layers(spec, engine)
+    if row["category"] in ("decode_speed", "tpot"):
+        kv_len = max(1, int(round((prompt or ctx) + gen / 2)))
+        w, kv = _decode_bytes(spec, fmt, 1, kv_len, engine, "fp16")
+        per_seq = value / batch if (row["category"] == "decode_speed" and _aggregate(row)) else value
+        if row["category"] == "tpot":
+            per_seq = 1000.0 / value
+        return Terms(str(row["id"]), source_of(row), keys, "decode", w, kv, _flops_per_token(spec, kv_len), L,
+                     gpu.mem_bandwidth_gbps, peak, batch, 0.0, per_seq)
+    p = float(max(prompt or ctx, 1))
+    if batch != 1:
+        return None
+    w, _kv = _decode_bytes(spec, fmt, 1, p, engine, "fp16")
+    seconds = p / value if row["category"] == "prefill_speed" else value / 1000.0
+    return Terms(str(row["id"]), source_of(row), keys, "prefill", w, 0.0, _flops_per_token(spec, p / 2) * p, L,
+                 gpu.mem_bandwidth_gbps, peak, 1.0, p, seconds)
+
+
+# --------------------------------------------------------------------------------------------------
+# Fitting
+# --------------------------------------------------------------------------------------------------
+
+def _arr(rows: list[Terms], name: str) -> np.ndarray:
+    return np.array([getattr(r, name) for r in rows], dtype=float)
+
+
+def _fit_decode(rows: list[Terms], eta_c: float, c_fixed: float | None = None) -> tuple[float, float]:
+    """(η, c [ms]) minimizing Σ log²(estimate / measured) over decode rows: a grid, then a finer one
+    (``c_fixed``: η alone)."""
+    W, K, F, L, bw, pk, b, meas = (_arr(rows, n)[:, None, None] for n in
+                                   ("weights", "kv", "flops", "layers", "bw", "peak", "batch", "measured"))
+
+    def sse(etas, cs):
+        eta, c = etas[None, :, None], cs[None, None, :]
+        t = np.maximum((W + b * K) / (bw * 1e9 * eta), b * F / (pk * 1e12 * eta_c)) + L * c / 1e3
+        return (np.log(1 / t / meas) ** 2).sum(axis=0)
+
+    grid_c = GRID_C if c_fixed is None else np.array([c_fixed])
+    s = sse(GRID_BW, grid_c)
+    i, j = np.unravel_index(np.argmin(s), s.shape)
+    fine_eta = np.clip(GRID_BW[i] + np.arange(-0.01, 0.0101, 0.001), 0.01, 1.0)
+    fine_c = np.clip(grid_c[j] + np.arange(-0.01, 0.0101, 0.001), 0.0, None) if c_fixed is None else grid_c
+    s = sse(fine_eta, fine_c)
+    i, j = np.unravel_index(np.argmin(s), s.shape)
+    return round(float(fine_eta[i]), 4), round(float(fine_c[j]), 4)
+
+
+def _fit_compute(rows: list[Terms], eta: float, c: float) -> float:
+    """η_c minimizing Σ log²(estimate / measured) over prefill rows (weights read once per pass)."""
+    F, W, L, bw, pk, meas = (_arr(rows, n)[:, None] for n in ("flops", "weights", "layers", "bw", "peak", "measured"))
+    grid = GRID_COMPUTE[None, :]
+    t = F / (pk * 1e12 * grid) + W / (bw * 1e9 * eta) + L * c / 1e3
+    s = (np.log(t / meas) ** 2).sum(axis=0)
+    k = int(np.argmin(s))
+    fine = np.clip(GRID_COMPUTE[k] + np.arange(-0.005, 0.00501, 0.0005), 0.005, 1.0)
+    t = F / (pk * 1e12 * fine[None, :]) + W / (bw * 1e9 * eta) + L * c / 1e3
+    return round(float(fine[int(np.argmin((np.log(t / meas) ** 2).sum(axis=0)))]), 4)
+
+
+@dataclass(frozen=True)
+class Fitted:
+    """A key's fitted factors and what they were fitted on."""
+
+    key: str
+    bw_efficiency: float | None
+    layer_overhead_ms: float | None
+    compute_efficiency: float | None
+    decode_rows: tuple[str, ...]
+    prefill_rows: tuple[str, ...]
+    sources: tuple[str, ...]
+
+
+def _parent(key: str, fitted: dict[str, Fitted], col: str, default: float) -> float:
+    """The value of ``col`` for ``key`` from the nearest fitted less specific key."""
+    engine, *rest = key.split("/")
+    chain = [k for k in _chain(key) if k != key]
+    for k in chain:
+        v = getattr(fitted[k], col) if k in fitted else None
+        if v is not None:
+            return v
+    if engine != FALLBACK_ENGINE and FALLBACK_ENGINE in fitted:
+        v = getattr(fitted[FALLBACK_ENGINE], col)
+        if v is not None:
+            return v
+    return default
+
+
+def _chain(key: str) -> list[str]:
+    """``key`` and its less specific keys: llama.cpp/rocm/gguf → llama.cpp/gguf, llama.cpp/rocm, llama.cpp."""
+    parts = key.split("/")
+    if len(parts) == 1:
+        return [key]
+    if len(parts) == 3:
+        e, b, f = parts
+        return [key, f"{e}/{f}", f"{e}/{b}", e]
+    return [key, parts[0]]
+
+
+def fit_factors(terms: Iterable[Terms]) -> dict[str, Fitted]:
+    """Every key with enough rows, least specific first (each starts from its parent's factors)."""
+    by_key: dict[str, list[Terms]] = defaultdict(list)
+    for t in terms:
+        for k in t.keys:
+            by_key[k].append(t)
+    all_prefill = [t for ts in by_key.values() for t in ts if t.kind == "prefill"]
+    global_c = _fit_compute(list({t.id: t for t in all_prefill}.values()), DEFAULT["bw_efficiency"],
+                            DEFAULT["layer_overhead_ms"]) if all_prefill else DEFAULT["compute_efficiency"]
+    fitted: dict[str, Fitted] = {}
+    for key in sorted(by_key, key=lambda k: (k.count("/"), k != FALLBACK_ENGINE, k)):
+        rows = by_key[key]
+        dec = [t for t in rows if t.kind == "decode"]
+        pre = [t for t in rows if t.kind == "prefill"]
+        eta = _parent(key, fitted, "bw_efficiency", DEFAULT["bw_efficiency"])
+        c = _parent(key, fitted, "layer_overhead_ms", DEFAULT["layer_overhead_ms"])
+        eta_c = _parent(key, fitted, "compute_efficiency", global_c)
+        f_eta = f_c = f_ec = None
+        if len(pre) >= MIN_PREFILL_ROWS:
+            f_ec = eta_c = _fit_compute(pre, eta, c)
+        if len(dec) >= MIN_DECODE_ROWS:
+            one = "/" in key and len(dec) < TWO_FACTOR_ROWS
+            f_eta, f_c = eta, c = _fit_decode(dec, eta_c, c if one else None)
+            if f_ec is not None:  # once more with this key's own η and c
+                f_ec = _fit_compute(pre, eta, c)
+        if f_eta is None and f_ec is None:
+            continue
+        fitted[key] = Fitted(key, f_eta, f_c, f_ec, tuple(t.id for t in dec) if f_eta is not None else (),
+                             tuple(t.id for t in pre) if f_ec is not None else (),
+                             tuple(sorted({t.source for t in (dec if f_eta is not None else []) + (pre if f_ec is not None else [])})))
+    if "all" not in fitted:
+        fitted["all"] = Fitted("all", None, None, global_c, (), tuple(t.id for t in all_prefill), ())
+    return fitted
+
+
+def factor_table(fitted: dict[str, Fitted], base: dict[str, EngineEfficiency]) -> dict[str, EngineEfficiency]:
+    """An engine-efficiency table from fitted keys: each key with its own factors where fitted and its
+    parent's elsewhere; engines of ``base`` without rows keep borrowing; MFU and the all-reduce latency
+    come from ``base``."""
+    pooled = fitted["all"].compute_efficiency if "all" in fitted else None
+    global_c: float = pooled if pooled is not None else DEFAULT["compute_efficiency"]
+    template = base.get(FALLBACK_ENGINE) or next(iter(base.values()))
+    out = dict(base)
+    for key in sorted(fitted, key=lambda k: (k.count("/"), k)):
+        if key == "all":
+            continue
+        f = fitted[key]
+        vals: dict[str, float] = {}
+        for col, default in (("bw_efficiency", DEFAULT["bw_efficiency"]),
+                             ("layer_overhead_ms", DEFAULT["layer_overhead_ms"]),
+                             ("compute_efficiency", global_c)):
+            own = getattr(f, col)
+            vals[col] = own if own is not None else _parent(key, fitted, col, default)
+        engine = key.split("/")[0]
+        prev = base.get(key) or base.get(engine) or template
+        out[key] = replace(prev, engine=key, host_layer_ms=0.0, calibration_rows=f.decode_rows + f.prefill_rows,
+                           borrowed_from="", bw_efficiency=vals["bw_efficiency"],
+                           layer_overhead_ms=vals["layer_overhead_ms"], compute_efficiency=vals["compute_efficiency"])
+    # an engine without rows of its own borrows the fallback engine's fitted factors (never a stored value
+    # that may have been fitted on the document being judged)
+    for engine in ENGINE_PROFILES:
+        if engine not in fitted and engine != FALLBACK_ENGINE:
+            src = out.get(FALLBACK_ENGINE, template)
+            out[engine] = replace(src, engine=engine, calibration_rows=(), host_layer_ms=0.0,
+                                  borrowed_from=f"all factors from {FALLBACK_ENGINE} (no rows of its own)")
+    return out
+
+
+# --------------------------------------------------------------------------------------------------
+# Cross-validation by source document
+# --------------------------------------------------------------------------------------------------
+
+def corpus_terms(catalog: Catalog) -> list[Terms]:
+    rows = catalog.table("benchmarks").to_dict(orient="records")
+    return [t for t in (terms_of(r, catalog) for r in rows) if t is not None]
+
+
+def fitted_table(catalog: Catalog, exclude_source: str | None = None,
+                 terms: list[Terms] | None = None) -> dict[str, EngineEfficiency]:
+    """The factor table fitted on the whole corpus, or without one source document."""
+    terms = terms if terms is not None else corpus_terms(catalog)
+    use = [t for t in terms if t.source != exclude_source]
+    return factor_table(fit_factors(use), efficiency_table(catalog))

@@ -1,0 +1,87 @@
+"""Every memory and speed estimate carries the p10–p90 band of its category and engine (data/error_bands.csv),
+the same on the CLI and the page, and the fit verdict says when a card's spare memory is inside it."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from gpucost.catalog import Catalog
+from gpucost.ui.quant_fit import QuantFitPage
+from tests.conftest import run_cli
+
+
+@pytest.fixture(scope="module")
+def bands():
+    t = Catalog().table("error_bands")
+    return {(r["category"], r["engine"]): r for r in t.to_dict(orient="records")}
+
+
+def _fit(*args):
+    r = run_cli("fit", *args, "--json")
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)
+
+
+def test_fit_json_carries_the_band_of_its_engine(bands):
+    d = _fit("--model", "llama-3.1-8b", "--quant", "bf16", "--engine", "transformers", "--gpu", "a100-80gb-sxm")
+    b, row = d["band"]["per_gpu_gib"], bands[("inference_memory", "transformers")]
+    total = d["per_gpu_gib"]["total"]
+    assert b["engine"] == "transformers" and b["rows"] == row["rows"] and b["sources"] == row["sources"]
+    assert b["low"] == pytest.approx(total * row["p10"], rel=1e-3)
+    assert b["high"] == pytest.approx(total * row["p90"], rel=1e-3)
+
+
+def test_an_engine_without_enough_rows_gets_the_band_of_all_engines(bands):
+    d = _fit("--model", "llama-3.1-8b", "--quant", "q4_k_m", "--engine", "llama.cpp", "--gpu", "rtx-4090")
+    assert ("inference_memory", "llama.cpp") not in bands            # 3 rows: too few for a band of its own
+    assert d["band"]["per_gpu_gib"]["engine"] == "*"
+
+
+def test_a_card_with_spare_memory_inside_the_band_says_test_before_buying():
+    """At the longest context that fits, the need is within a few % of the card: inside the p90."""
+    base = ("--model", "llama-3.1-8b", "--quant", "bf16", "--engine", "transformers", "--gpu", "rtx-4090")
+    longest = _fit(*base)["max_context"]
+    assert 8192 < longest < 131072                                    # bounded by the card, not the model
+    tight = _fit(*base, "--context", str(longest))["fits"][0]
+    assert tight["min_gpus"] == 1 and tight["verdict"] == "within_band"
+    assert 0 <= tight["spare_gib"] < tight["need_p90_gib"] - tight["per_gpu_gib"]
+    assert "test before buying" in tight["message"]
+    roomy = _fit(*base, "--context", "1024")["fits"][0]
+    assert roomy["verdict"] == "fits" and "test before buying" not in roomy["message"]
+    text = run_cli("fit", *base, "--context", str(longest)).stdout
+    assert "within the error band: test before buying" in text
+
+
+def test_speed_json_carries_decode_and_prefill_bands(bands):
+    r = run_cli("speed", "--model", "llama-3.1-8b", "--quant", "q4_k_m", "--gpu", "rtx-4090", "--json")
+    d = json.loads(r.stdout)
+    dec, row = d["band"]["decode_tokens_per_s"], bands[("decode_speed", "llama.cpp")]
+    assert dec["low"] == pytest.approx(d["decode_tokens_per_s"] * row["p10"], rel=1e-3)
+    assert dec["high"] == pytest.approx(d["decode_tokens_per_s"] * row["p90"], rel=1e-3)
+    assert d["band"]["prefill_tokens_per_s"]["rows"] == bands[("prefill_speed", "llama.cpp")]["rows"]
+
+
+def test_page_and_cli_give_the_same_band_and_verdict():
+    page = QuantFitPage(model="llama-3.1-8b", quant="bf16", engine="vllm", gpu="rtx-4090")
+    rec = page.results_record()
+    d = _fit("--model", "llama-3.1-8b", "--quant", "bf16", "--engine", "vllm", "--gpu", "rtx-4090")
+    assert rec["band"]["per_gpu_gib"]["low"] == pytest.approx(d["band"]["per_gpu_gib"]["low"])
+    assert rec["band"]["per_gpu_gib"]["high"] == pytest.approx(d["band"]["per_gpu_gib"]["high"])
+    assert rec["verdict"]["verdict"] == d["fits"][0]["verdict"]
+    assert "p10–p90" in page.summary.value
+    zh = QuantFitPage(model="llama-3.1-8b", quant="bf16", engine="vllm", gpu="rtx-4090", lang="zh")
+    assert "误差带" in zh.summary.value
+
+
+def test_preallocating_engines_show_what_nvidia_smi_will_show():
+    """vLLM takes gpu_memory_utilization (0.9) of the card whatever the model needs: nvidia-smi shows that
+    share, next to the need; transformers holds what it needs."""
+    vllm = _fit("--model", "llama-3.1-8b", "--quant", "bf16", "--engine", "vllm", "--gpu", "h100-sxm")["fits"][0]
+    assert vllm["occupied_gib"] == pytest.approx(0.9 * 80)
+    assert vllm["per_gpu_gib"] < 20
+    tr = _fit("--model", "llama-3.1-8b", "--quant", "bf16", "--engine", "transformers", "--gpu", "h100-sxm")["fits"][0]
+    assert tr["occupied_gib"] == pytest.approx(tr["per_gpu_gib"])
+    page = QuantFitPage(model="llama-3.1-8b", quant="bf16", engine="vllm", gpu="h100-sxm")
+    assert "nvidia-smi will show about 72.0 GiB" in page.summary.value

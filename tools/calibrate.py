@@ -1,0 +1,120 @@
+"""Refit the speed factors on the validation corpus and write what the product reads:
+
+* data/engine_efficiency.csv — each fitted key's factors (the engine, or the engine on a backend or kernel
+  path) with the corpus rows it was fitted on; engines without rows borrow vLLM's; MFU and vLLM's
+  all-reduce latency are kept (not fitted here);
+* data/error_bands.csv — the cross-validated error per category and engine: median and p90 of the
+  absolute error, and p10 / p50 / p90 of measured ÷ estimated (the band every estimate carries).
+
+Usage (repo root): .venv/bin/python tools/calibrate.py [--check]
+``--check`` writes nothing and exits 1 when the stored tables differ from a refit (tests/test_validation.py
+runs the same comparison).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+from gpucost.catalog import Catalog
+from gpucost.speed import efficiency_table
+from gpucost.validation import error_bands, summary, validate
+from gpucost.validation.fit import corpus_terms, factor_table, fit_factors
+
+ROOT = Path(__file__).resolve().parents[1]
+EFF = ROOT / "data" / "engine_efficiency.csv"
+BANDS = ROOT / "data" / "error_bands.csv"
+COLS = ["engine", "bw_efficiency", "layer_overhead_ms", "host_layer_ms", "compute_efficiency", "allreduce_latency_ms",
+        "mfu", "fallback", "calibration_rows", "source", "as_of", "notes"]
+SOURCE = ("fitted by tools/calibrate.py (gpucost.validation.fit) on the listed rows of data/benchmarks.csv, "
+          "least squares on log(estimate / measured); the rows' own source columns name who measured them")
+
+
+def _round(v, nd=4):
+    from gpucost.serialize import number
+
+    x = number(v)
+    return "" if x is None else round(x, nd)
+
+
+def efficiency_rows(catalog: Catalog) -> pd.DataFrame:
+    terms = corpus_terms(catalog)
+    fitted = fit_factors(terms)
+    stored = catalog.table("engine_efficiency").set_index("engine")
+    table = factor_table(fitted, efficiency_table(catalog))
+    bench = catalog.table("benchmarks").set_index("id")
+    out = []
+    for key, eff in sorted(table.items(), key=lambda kv: (kv[0].count("/"), kv[0])):
+        if key == "training":
+            continue
+        f = fitted.get(key)
+        rows = list(f.decode_rows + f.prefill_rows) if f else []
+        # a date says when the figures were true: the newest fitted row, or (borrowed factors) vLLM's date
+        as_of = str(max(bench.loc[rows, "as_of"])) if rows else str(max(bench.loc[list(
+            fitted["vllm"].decode_rows + fitted["vllm"].prefill_rows), "as_of"]))
+        allreduce = stored.at[key, "allreduce_latency_ms"] if key in stored.index else ""
+        if f is None:
+            out.append({"engine": key, "fallback": "vllm", "calibration_rows": "", "as_of": as_of,
+                        "source": "no single-GPU rows of its own in data/benchmarks.csv: its factors are vLLM's",
+                        "notes": "an assumption until enough measurements of this engine are in the corpus; the "
+                                 "page and the CLI say so", "allreduce_latency_ms": _round(allreduce)})
+            continue
+        fitted_cols = [c for c in ("bw_efficiency", "layer_overhead_ms", "compute_efficiency") if getattr(f, c) is not None]
+        out.append({"engine": key, "bw_efficiency": _round(eff.bw_efficiency),
+                    "layer_overhead_ms": _round(eff.layer_overhead_ms), "host_layer_ms": 0,
+                    "compute_efficiency": _round(eff.compute_efficiency), "allreduce_latency_ms": _round(allreduce),
+                    "fallback": key.split("/")[0] if "/" in key else ("" if key == "vllm" else "vllm"), "calibration_rows": ";".join(rows),
+                    "source": SOURCE, "as_of": as_of,
+                    "notes": f"fitted: {', '.join(fitted_cols)} on {len(rows)} rows from "
+                             f"{len(f.sources)} documents ({', '.join(f.sources)}); the other factors from "
+                             f"{'its parent key' if '/' in key else 'vLLM'}"})
+    train = stored.loc["training"]
+    out.append({"engine": "training", "mfu": train["mfu"], "calibration_rows": train["calibration_rows"],
+                "source": train["source"], "as_of": train["as_of"], "notes": train["notes"]})
+    df = pd.DataFrame(out)
+    for c in COLS:
+        if c not in df.columns:
+            df[c] = ""
+    return df[COLS].astype(object).fillna("")
+
+
+def band_rows(catalog: Catalog) -> pd.DataFrame:
+    results = validate(catalog)
+    bands = error_bands(results)
+    summ = pd.concat([summary(results, by="engine"), summary(results).assign(engine="*")], ignore_index=True)
+    summ = summ.set_index(["category", "engine"])
+    out = []
+    newest = str(catalog.table("benchmarks")["as_of"].astype(str).max())
+    for r in bands.to_dict(orient="records"):
+        key = (r["category"], r["engine"])
+        s = summ.loc[key] if key in summ.index else None
+        out.append({**r, "sources": int(s["sources"]) if s is not None else 0,
+                    "median_abs_error_pct": _round(s["median_abs_error_pct"], 2) if s is not None else "",
+                    "p90_abs_error_pct": _round(s["p90_abs_error_pct"], 2) if s is not None else "",
+                    "source": "tools/calibrate.py: gpucost.validation.validate() on data/benchmarks.csv, each "
+                              "document's rows estimated with factors refitted without it",
+                    "as_of": newest, "notes": "p10/p50/p90 of measured / estimated"})
+    cols = ["category", "engine", "rows", "sources", "median_abs_error_pct", "p90_abs_error_pct", "p10", "p50", "p90",
+            "source", "as_of", "notes"]
+    return pd.DataFrame(out)[cols]
+
+
+def main(argv: list[str]) -> int:
+    cat = Catalog()
+    eff = efficiency_rows(cat)
+    bands = band_rows(cat)
+    if "--check" in argv:
+        same = (EFF.read_text(encoding="utf-8") == eff.to_csv(index=False, lineterminator="\n")
+                and BANDS.exists() and BANDS.read_text(encoding="utf-8") == bands.to_csv(index=False, lineterminator="\n"))
+        print("stored tables are current" if same else "stored tables differ from a refit: run tools/calibrate.py")
+        return 0 if same else 1
+    EFF.write_text(eff.to_csv(index=False, lineterminator="\n"), encoding="utf-8")
+    BANDS.write_text(bands.to_csv(index=False, lineterminator="\n"), encoding="utf-8")
+    print(f"wrote {EFF.relative_to(ROOT)} ({len(eff)} rows) and {BANDS.relative_to(ROOT)} ({len(bands)} rows)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
