@@ -38,6 +38,13 @@ def main() -> None:
                                                                           offload="cpu"))):
         measure(f"fit_matrix ({label})", lambda s=setup: fit_matrix(cat, s, cards=cards, key=key),
                 repeat=100, target_ms=20)
+    one_model = ((specs[0],), fmts)
+    fit_matrix(cat, Setup(), key=one_model)
+    for label, setup in (("inference", Setup(context=8192, batch=8, engine="vllm")),
+                         ("full fine-tune, ZeRO-3 + CPU offload", Setup(mode="full", context=2048, zero=3,
+                                                                          offload="cpu"))):
+        measure(f"page 02's row: one model × every format × card ({label})",
+                lambda s=setup: fit_matrix(cat, s, cards=cards, key=one_model), repeat=100, target_ms=20)
     measure("fit_matrix incl. re-reading the catalog key", lambda: fit_matrix(cat, Setup(), key=catalog_key(cat)),
             repeat=30, target_ms=20)
 

@@ -51,7 +51,7 @@ SCHEMAS: dict[str, dict[str, str]] = {
         "id": "id", "name": "str", "vendor": "enum:NVIDIA|AMD|Intel|Huawei",
         "segment": "enum:consumer|workstation|datacenter", "architecture": "str",
         "compute_capability": "num+?", "vram_gib": "num+", "memory_type": "str?",
-        "mem_bandwidth_gbps": "num+", "fp32_tflops": "num+?", "fp16_tflops": "num+?",
+        "mem_bandwidth_gbps": "num+?", "fp32_tflops": "num+?", "fp16_tflops": "num+?",
         "bf16_tflops": "num+?", "fp8_tflops": "num+?", "int8_tops": "num+?", "tdp_w": "num+?",
         "pcie_gen": "int+?", "nvlink_gbps": "num+?", "link_name": "str?", "mig_max_instances": "int0",
         "release_year": "int+?", "form_factor": "enum:pcie|sxm|oam|superchip|soc?",
@@ -78,7 +78,8 @@ SCHEMAS: dict[str, dict[str, str]] = {
         "num_experts": "int0?", "experts_per_token": "int0?", "num_shared_experts": "int0?",
         "first_dense_layers": "int0?", "sliding_window": "int+?", "sliding_window_layers": "int0?",
         "kv_lora_rank": "int+?", "q_lora_rank": "int+?", "qk_rope_head_dim": "int+?",
-        "qk_nope_head_dim": "int+?", "v_head_dim": "int+?", "torch_dtype": "str?", **SOURCE_COLS,
+        "qk_nope_head_dim": "int+?", "v_head_dim": "int+?", "vision_params_b": "num0?", "torch_dtype": "str?",
+        **SOURCE_COLS,
     },
     "quant_formats": {
         "id": "id", "name": "str", "family": "str", "bits_per_weight": "num+", "group_size": "int+?",
@@ -122,7 +123,9 @@ SCHEMAS: dict[str, dict[str, str]] = {
 
 #: optional columns a table gained after its first release (a user's file written before may lack them)
 OPTIONAL_NEW_COLUMNS: dict[str, tuple[str, ...]] = {
-    "gpus": ("form_factor", "host_type"),
+    "gpus": ("form_factor", "host_type", "retrieved_on"),
+    "mig_profiles": ("retrieved_on",),
+    "models": ("vision_params_b", "retrieved_on"),
     "benchmarks": ("backend", "prompt_tokens", "concurrency", "offload", "measure_kind", "retrieved_on")}
 
 #: Tables whose rows refer to other tables load those first (for ``ref:`` and ``currency`` checks).

@@ -872,11 +872,12 @@ def fit_matrix(catalog: Catalog, setup: Setup, cards: pd.DataFrame | None = None
             h = np.repeat(heads, F)[:, None]
             tot = np.where(np.mod(h, N) == 0, tot, np.inf)
         usable = np.asarray(usable_gib(cards["vram_gib"], s.engine, s.mode), dtype=float)
+        sizes, card_size = np.unique(usable, return_inverse=True)  # cards share a handful of sizes
         tot = np.asarray(tot, dtype=float).reshape(M, F, len(counts))
-        fits = tot[:, :, None, :] <= usable[None, None, :, None] * GIB      # M, F, C, n
-        any_fit = fits.any(axis=3)
-        first = np.argmax(fits, axis=3)
-        min_g = np.where(any_fit, np.asarray(counts)[first], 0)
+        # the first count that fits = the number of counts whose running minimum is still above the card
+        above = (np.minimum.accumulate(tot, axis=2)[:, :, None, :] > sizes[None, None, :, None] * GIB).sum(axis=3)
+        with_zero = np.append(np.asarray(counts), 0)                      # index len(counts): none fits
+        min_g = with_zero[above][:, :, card_size]
         one = tot[:, :, 0] / GIB
     valid = data["valid"][s.mode]
     min_g = np.where(valid[:, :, None], min_g, -1)

@@ -300,6 +300,26 @@ def load_config_file(path: str | Path) -> ModelSpec:
     return spec
 
 
+#: seconds to wait for the Hub (HF_ENDPOINT, e.g. a mirror) to accept a connection before saying "offline"
+HUB_CONNECT_TIMEOUT_S = 2.0
+
+
+def _check_reachable(repo_id: str) -> None:
+    """One quick TCP connection to the Hub (or the HF_ENDPOINT mirror): offline answers in about a second
+    with one line instead of huggingface_hub's five retries with back-off (about 24 s and a dozen lines)."""
+    import socket
+    from urllib.parse import urlsplit
+
+    url = urlsplit(os.environ.get("HF_ENDPOINT") or "https://huggingface.co")
+    port = url.port or (443 if url.scheme == "https" else 80)
+    try:
+        socket.create_connection((url.hostname or "huggingface.co", port), timeout=HUB_CONNECT_TIMEOUT_S).close()
+    except OSError as exc:
+        raise GpucostError(f"'{repo_id}' is not in the catalog and {url.hostname} cannot be reached "
+                           f"({exc.strerror or type(exc).__name__}): offline? Use --config FILE with a local "
+                           "copy of its config.json") from None
+
+
 def fetch_hf_config(repo_id: str) -> dict:
     """Download (or read from the hub cache) ``config.json`` of a Hugging Face repo — the only network
     access of gpucost's engines. Raises GpucostError with one line when offline or not found."""
@@ -312,15 +332,22 @@ def fetch_hf_config(repo_id: str) -> dict:
     except ImportError:
         raise GpucostError(f"'{repo_id}' is not in the catalog and huggingface_hub is not installed to fetch "
                            "its config.json (pip install huggingface_hub, or use --config FILE)") from None
-    try:
-        path = hf_hub_download(repo_id=repo_id, filename="config.json")
-    except HfHubHTTPError as exc:
-        status = getattr(getattr(exc, "response", None), "status_code", None)
-        raise GpucostError(f"cannot fetch config.json of '{repo_id}' from Hugging Face (HTTP {status}: "
-                           "gated, private or not found)") from None
-    except Exception as exc:  # noqa: BLE001 - network errors come in many types; all are one line here
-        raise GpucostError(f"cannot fetch config.json of '{repo_id}': offline or Hugging Face unreachable "
-                           f"({type(exc).__name__}); use --config FILE with a local copy") from None
+    from huggingface_hub import try_to_load_from_cache
+
+    cached = try_to_load_from_cache(repo_id=repo_id, filename="config.json")
+    if isinstance(cached, str):
+        path = cached
+    else:
+        _check_reachable(repo_id)
+        try:
+            path = hf_hub_download(repo_id=repo_id, filename="config.json")
+        except HfHubHTTPError as exc:
+            status = getattr(getattr(exc, "response", None), "status_code", None)
+            raise GpucostError(f"cannot fetch config.json of '{repo_id}' from Hugging Face (HTTP {status}: "
+                               "gated, private or not found)") from None
+        except Exception as exc:  # noqa: BLE001 - network errors come in many types; all are one line here
+            raise GpucostError(f"cannot fetch config.json of '{repo_id}': offline or Hugging Face unreachable "
+                               f"({type(exc).__name__}); use --config FILE with a local copy") from None
     with open(path, encoding="utf-8") as fh:
         return json.load(fh)
 

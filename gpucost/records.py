@@ -178,8 +178,11 @@ def gpu_from_row(row: Mapping) -> Gpu:
             kw[name] = None if x is None else int(x)
         elif name == "mig_max_instances":
             kw[name] = int(number(v) or 0)
-        elif name in ("vram_gib", "mem_bandwidth_gbps"):
+        elif name == "vram_gib":
             kw[name] = float(number(v) or 0.0)
+        elif name == "mem_bandwidth_gbps":  # NaN: the vendor publishes no figure (Ascend); speed says so
+            bw = number(v)
+            kw[name] = math.nan if bw is None else float(bw)
         else:
             kw[name] = number(v)
     return Gpu(**kw)  # type: ignore[arg-type]

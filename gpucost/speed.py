@@ -285,6 +285,9 @@ def speed(spec: ModelSpec, fmt: QuantFormat, gpu: Gpu, *, gpus: int = DEFAULTS.g
         raise GpucostError(f"tensor parallel over {gpus} GPUs needs the {spec.num_attention_heads} attention "
                            "heads to divide evenly")
     bw = gpu.mem_bandwidth_gbps
+    if not bw > 0:
+        raise GpucostError(f"{gpu.id} has no published memory-bandwidth figure in gpus.csv: its speed cannot be "
+                           "estimated (see the row's notes)")
     peak = peak_tflops(gpu, fmt, engine)
     notes = []
     if peak is None:

@@ -50,7 +50,8 @@ def data_table() -> str:
 
 
 _DATA_WHAT = {
-    "gpus": "NVIDIA GeForce, workstation and data-centre cards, AMD Radeon/Instinct, Intel Gaudi: memory, "
+    "gpus": "NVIDIA GeForce (Pascal to Blackwell), workstation and data-centre cards (to B300/GB300, China-market "
+            "H800/A800/4090 D), AMD Radeon/Instinct (to MI355X), Intel Gaudi, Huawei Ascend (memory only): memory, "
             "bandwidth, dense FP32/FP16/BF16/FP8/INT8 throughput (GeForce: FP32 accumulate), TDP, links, MIG, "
             "form factor and host type, NVML names",
     "prices": "street prices new and used, USD and CNY, with the channel (MSRP, retail, marketplace, news report)",

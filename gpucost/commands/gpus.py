@@ -57,8 +57,8 @@ def render_text(result) -> str:
     lines = [f"{'id':22} {'VRAM GiB':>8} {'GB/s':>6} {'BF16':>7} {'TDP':>5} {'new':>10} {'used':>10} "
              f"{'cloud/h':>8}"]
     for r in result:
-        lines.append(f"{r['id'][:22]:22} {r['vram_gib']:>8g} {r['mem_bandwidth_gbps']:>6.0f} "
-                     f"{_fmt(r['bf16_tflops'], 1):>7} {r['tdp_w']:>5.0f} {_fmt(r['price_new']):>10} "
+        lines.append(f"{r['id'][:22]:22} {r['vram_gib']:>8g} {_fmt(r['mem_bandwidth_gbps']):>6} "
+                     f"{_fmt(r['bf16_tflops'], 1):>7} {_fmt(r['tdp_w']):>5} {_fmt(r['price_new']):>10} "
                      f"{_fmt(r['price_used']):>10} {_fmt(r['cloud_hourly'], 2):>8}")
     lines.append(f"prices in {result[0]['currency'] if result else ''}")
     return "\n".join(lines)

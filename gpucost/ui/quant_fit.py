@@ -210,7 +210,8 @@ class QuantFitPage(Page):
         self.est = estimate(spec, fmt, s)
         s = self.est.setup
         self.fits = card_fits(spec, fmt, s, cat.gpus)
-        self.matrix = fit_matrix(cat, s, key=self._matrix_key())
+        # the page shows the chosen model's row of the matrix: every format × every card for it alone
+        self.matrix = fit_matrix(cat, s, key=((spec,), self._matrix_key()[1]))
         card = next(f for f in self.fits if f.gpu == self.card.value)
         vram = card.vram_gib
         self.max_ctx = max_context(spec, fmt, s, vram) if spec.is_llm else None

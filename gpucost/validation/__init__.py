@@ -143,7 +143,8 @@ def error_bands(results: pd.DataFrame) -> pd.DataFrame:
     groups: dict[tuple[str, str], list[float]] = defaultdict(list)
     for cat, eng, m, e in zip(ok["category"], ok["engine"], ok["measured"], ok["estimate"], strict=True):
         groups[(cat, "*")].append(m / e)
-        groups[(cat, eng)].append(m / e)
+        if eng:  # rows that name no engine (a file size) count for the category's band only
+            groups[(cat, eng)].append(m / e)
     for (cat, eng), ratios in sorted(groups.items()):
         if len(ratios) < MIN_BAND_ROWS and eng != "*":
             continue

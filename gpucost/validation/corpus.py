@@ -111,8 +111,11 @@ def _gpu(row: dict, catalog: Catalog) -> Gpu:
     if not gid:
         raise GpucostError("no GPU named")
     recs = gpu_records(catalog)
-    if gid not in recs:
-        raise GpucostError(f"GPU '{gid}' is not in gpus.csv")
+    if gid not in recs:  # a card named as the source names it: its exact alias in gpus.csv, else skipped
+        try:
+            gid = catalog.gpu_id(gid)
+        except GpucostError:
+            raise GpucostError(f"GPU '{gid}' is not in gpus.csv") from None
     return recs[gid]
 
 
