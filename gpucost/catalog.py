@@ -126,6 +126,7 @@ OPTIONAL_NEW_COLUMNS: dict[str, tuple[str, ...]] = {
     "gpus": ("form_factor", "host_type", "retrieved_on"),
     "mig_profiles": ("retrieved_on",),
     "models": ("vision_params_b", "retrieved_on"),
+    "cloud_offers": ("provider_kind", "retrieved_on"),
     "benchmarks": ("backend", "prompt_tokens", "concurrency", "offload", "measure_kind", "retrieved_on")}
 
 #: Tables whose rows refer to other tables load those first (for ``ref:`` and ``currency`` checks).
@@ -202,9 +203,17 @@ class _Check:
             self.problems.append((int(idx) + 1, col, msg_fn(self.df[col].iloc[idx])))
 
 
+#: no figure in any table comes near this: larger ones are typos or attacks (1e308 hidden sizes)
+MAX_MAGNITUDE = 1e12
+
+
 def _check_number(c: _Check, col: str, base: str, raw: pd.Series, present: pd.Series) -> pd.Series:
     num = _num(raw)
     c.bad(present & num.isna(), col, lambda v: f"'{v}' is not a number")
+    c.bad(present & num.notna() & ~np.isfinite(num), col, lambda v: f"'{v}' is not a finite number")
+    c.bad(present & np.isfinite(num) & (num.abs() > MAX_MAGNITUDE), col,
+          lambda v: f"{v} is out of range (at most {MAX_MAGNITUDE:g})")
+    num = num.where(np.isfinite(num))
     ok = present & num.notna()
     if base in ("num+", "int+"):
         c.bad(ok & (num <= 0), col, lambda v: f"{v} must be greater than zero")
@@ -526,6 +535,21 @@ def validate_bytes(name: str, data: bytes, *, filename: str = "upload.csv",
     refs = {d: cat.table(d)["id"] for d in deps if d != "fx"}
     currencies = cat.table("fx")["currency"] if "fx" in deps else None
     return validate(df, name, label=filename, refs=refs, currencies=currencies)
+
+
+#: the columns that say which bundled rows an uploaded row stands in for
+MERGE_KEYS = {"prices": ("gpu_id", "condition"), "cloud_offers": ("provider", "InstanceType", "Region")}
+
+
+def merge_upload(name: str, base: pd.DataFrame, upload: pd.DataFrame) -> tuple[pd.DataFrame, int]:
+    """The bundled table with an upload's rows standing in for the rows they match (same card and
+    condition for prices; same provider, instance and region for offers), the rest kept; and how many
+    bundled rows were replaced."""
+    keys = list(MERGE_KEYS[name])
+    theirs = set(map(tuple, upload[keys].astype(str).to_numpy()))
+    hit = [tuple(r) in theirs for r in base[keys].astype(str).to_numpy()]
+    kept = base[[not h for h in hit]]
+    return pd.concat([kept, upload], ignore_index=True), int(sum(hit))
 
 
 @dataclass

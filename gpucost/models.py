@@ -165,11 +165,15 @@ class TensorGroup:
 # --------------------------------------------------------------------------------------------------
 
 def _int(v) -> int:
+    """A whole number from a table cell or config value (0 when absent; -1 for ±inf, which the config
+    checks then refuse with the field's name)."""
     try:
         f = float(v)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         return 0
-    return 0 if math.isnan(f) else int(f)
+    if math.isnan(f):
+        return 0
+    return int(f) if math.isfinite(f) else -1
 
 
 def _float(v) -> float:
@@ -279,8 +283,41 @@ def spec_from_hf_config(config: Mapping, name: str = "config.json") -> ModelSpec
         qk_nope_head_dim=_int(cfg.get("qk_nope_head_dim")), v_head_dim=_int(cfg.get("v_head_dim")),
         torch_dtype=str(cfg.get("torch_dtype") or cfg.get("dtype") or ""), hf_repo=repo,
         source="config.json", gated_mlp=family not in UNGATED_MLP_FAMILIES)
+    _check_config_spec(spec, name)
     total, active = count_parameters(spec)
     return replace(spec, params_total=total, params_active=active)
+
+
+#: what a config.json's shape fields may be: (field, lowest, highest) — beyond any real model, far below
+#: what would exhaust memory or time (num_hidden_layers 1e9 used to run out of memory)
+CONFIG_BOUNDS = (("num_layers", 1, 10_000), ("hidden_size", 1, 1_000_000), ("num_attention_heads", 1, 100_000),
+                 ("num_kv_heads", 1, 100_000), ("head_dim", 1, 100_000), ("intermediate_size", 1, 10_000_000),
+                 ("moe_intermediate_size", 0, 10_000_000), ("vocab_size", 0, 100_000_000),
+                 ("max_context", 0, 1_000_000_000), ("num_experts", 0, 100_000), ("experts_per_token", 0, 100_000),
+                 ("num_shared_experts", 0, 100_000), ("first_dense_layers", 0, 10_000),
+                 ("sliding_window", 0, 1_000_000_000), ("kv_lora_rank", 0, 1_000_000), ("q_lora_rank", 0, 1_000_000),
+                 ("qk_rope_head_dim", 0, 100_000), ("qk_nope_head_dim", 0, 100_000), ("v_head_dim", 0, 100_000))
+
+
+#: the config.json key a ModelSpec field is read from, for messages
+CONFIG_KEYS = {"num_layers": "num_hidden_layers", "num_kv_heads": "num_key_value_heads",
+               "max_context": "max_position_embeddings", "num_experts": "num_local_experts / num_experts",
+               "experts_per_token": "num_experts_per_tok", "num_shared_experts": "n_shared_experts",
+               "first_dense_layers": "first_k_dense_replace"}
+
+
+def _check_config_spec(spec: ModelSpec, name: str) -> None:
+    """One line naming the first shape field of a config that no model can have (negative, infinite,
+    absurdly large), instead of negative memory or an exhausted machine."""
+    for field_, lo, hi in CONFIG_BOUNDS:
+        v = getattr(spec, field_)
+        if not lo <= v <= hi:
+            shown = "infinite" if v == -1 else f"{v:,}"
+            key = CONFIG_KEYS.get(field_, field_)
+            raise GpucostError(f"{name}: {key} is {shown}; it must be a whole number from {lo:,} to {hi:,}")
+    if spec.num_kv_heads > spec.num_attention_heads:
+        raise GpucostError(f"{name}: {spec.num_kv_heads} key/value heads but only {spec.num_attention_heads} "
+                           "attention heads")
 
 
 def load_config_file(path: str | Path) -> ModelSpec:
@@ -290,7 +327,7 @@ def load_config_file(path: str | Path) -> ModelSpec:
         cfg = json.loads(p.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise GpucostError(f"{p}: file not found") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError, ValueError) as exc:
         raise GpucostError(f"{p}: not a readable JSON config ({type(exc).__name__})") from None
     if not isinstance(cfg, dict):
         raise GpucostError(f"{p}: not a JSON object")

@@ -3,7 +3,11 @@
 The one place the engines read prices from. A card's street price is the median of its rows in the
 display currency when there are any (a Chinese buyer sees Chinese prices), else the median of all its
 rows converted through fx.csv; whole-server quotes (channel ``server-quote``) are left out. The cloud
-price is the lowest on-demand price per GPU-hour over the offers. Cached per loaded tables and currency.
+price is the lowest on-demand price per GPU-hour over the offers the user's market can buy (the market
+follows the currency: CNY → China; :mod:`gpucost.offers`), with the market's median and offer count next
+to it; a card with no offer in the market gets the cheapest anywhere, marked "outside". Offers are the
+bundled snapshot plus what ``gpucost prices update`` recorded in the local store. Cached per loaded
+tables, currency and store state.
 """
 
 from __future__ import annotations
@@ -12,8 +16,10 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from gpucost import price_store
 from gpucost.catalog import Catalog, derived
 from gpucost.errors import UnknownNameError
+from gpucost.offers import default_market, in_market, market_of
 
 PRICE_BASES = ("new", "used", "cloud")
 #: price basis → the price_summary column holding it
@@ -36,16 +42,46 @@ def _summary(catalog: Catalog, currency: str) -> pd.DataFrame:
         out[f"price_{cond}"] = g["value"].median()
         out[f"price_{cond}_source"] = g["source"].agg(lambda s: " ; ".join(dict.fromkeys(s)))
         out[f"price_{cond}_as_of"] = g["as_of"].max()
-    offers = catalog.offers
-    per_gpu = offers["Price"] / offers["AcceleratorCount"]
-    per_gpu = per_gpu * (rates[currency] / offers["currency"].map(rates).to_numpy())
-    o = offers.assign(per_gpu=per_gpu).dropna(subset=["per_gpu"]).sort_values("per_gpu")
-    best = o.groupby("gpu_id").first()
+    o = cloud_offers(catalog, currency)
+    # the user's market first: a card's in-market offers when it has any, else every offer (named)
+    o = o[o["in_market"] | ~o.groupby("gpu_id")["in_market"].transform("any")].sort_values("per_gpu")
+    g = o.groupby("gpu_id")
+    best = g.first()
     out["cloud_hourly"] = best["per_gpu"]
+    out["cloud_median"] = g["per_gpu"].median()
+    out["cloud_offers"] = g.size()
     out["cloud_source"] = best["source"]
     out["cloud_as_of"] = best["as_of"]
     out["cloud_offer"] = best["provider"] + " " + best["InstanceType"]
+    out["cloud_market"] = best["market"].replace("", "global").where(best["in_market"],
+                                                                      "outside " + default_market(currency))
     return out
+
+
+def cloud_offers(catalog: Catalog, currency: str) -> pd.DataFrame:
+    """Every on-demand offer per GPU-hour in ``currency``: the bundled snapshot (cloud_offers.csv) and the
+    newest observation of each offer in the local price store (``gpucost prices update``), each with its
+    market and whether the user's market (from the currency) can buy it."""
+    rates = catalog.fx.set_index("currency")["per_usd"]
+    # the same offer (provider, instance, region) quoted at several dates: the newest quote holds
+    b = catalog.offers.assign(_d=catalog.offers["as_of"].astype(str)).sort_values("_d")
+    b = b.drop_duplicates(["provider", "InstanceType", "Region"], keep="last")
+    bundled = pd.DataFrame({
+        "gpu_id": b["gpu_id"], "provider": b["provider"], "InstanceType": b["InstanceType"],
+        "per_gpu": b["Price"] / b["AcceleratorCount"] * (rates[currency] / b["currency"].map(rates).to_numpy()),
+        "market": [market_of(r, c) for r, c in zip(b["Region"].fillna(""), b["currency"], strict=True)],
+        "source": b["source"], "as_of": b["as_of"].astype(str)})
+    frames = [bundled]
+    seen = price_store.latest()
+    if len(seen):
+        od = seen[~seen["spot"] & seen["gpu_id"].isin(catalog.gpus["id"])]
+        frames.append(pd.DataFrame({
+            "gpu_id": od["gpu_id"], "provider": od["provider"], "InstanceType": od["instance"],
+            "per_gpu": od["price_per_gpu_hour"] * (rates[currency] / od["currency"].map(rates).to_numpy()),
+            "market": od["market"], "source": od["source"], "as_of": od["observed_at"].str[:10]}))
+    o = pd.concat(frames, ignore_index=True).dropna(subset=["per_gpu"])
+    market = default_market(currency)
+    return o.assign(in_market=[in_market(m, market) for m in o["market"]])
 
 
 def price_summary(catalog: Catalog, currency: str) -> pd.DataFrame:
@@ -59,12 +95,13 @@ def price_index(catalog: Catalog, currency: str) -> pd.DataFrame:
     currency = currency.upper()
     catalog.fx_rate(currency)  # raises on an unknown currency
     tables = (catalog.gpus, catalog.prices, catalog.offers, catalog.fx)
-    return derived(tables, f"price_summary:{currency}", lambda _t: _summary(catalog, currency))
+    return derived(tables, f"price_summary:{currency}:{price_store.stamp()}", lambda _t: _summary(catalog, currency))
 
 
 def card_table(catalog: Catalog, currency: str = "USD") -> pd.DataFrame:
     """The gpus table joined with its prices in ``currency`` (see :func:`price_summary`)."""
-    return derived((catalog.gpus, catalog.prices, catalog.offers, catalog.fx), f"card_table:{currency.upper()}",
+    return derived((catalog.gpus, catalog.prices, catalog.offers, catalog.fx),
+                   f"card_table:{currency.upper()}:{price_store.stamp()}",
                    lambda _t: catalog.gpus.merge(price_summary(catalog, currency), on="id", how="left"))
 
 

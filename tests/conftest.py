@@ -23,7 +23,7 @@ _SANDBOX = Path(tempfile.mkdtemp(prefix="gpucost-tests-"))
 atexit.register(shutil.rmtree, _SANDBOX, ignore_errors=True)
 for var, sub in {"HOME": "home", "IPYTHONDIR": "ipython", "JUPYTER_CONFIG_DIR": "jupyter-config",
                  "JUPYTER_DATA_DIR": "jupyter-data", "JUPYTER_RUNTIME_DIR": "jupyter-runtime",
-                 "XDG_CACHE_HOME": "cache", "XDG_CONFIG_HOME": "config", "MPLCONFIGDIR": "mpl",
+                 "XDG_CACHE_HOME": "cache", "XDG_CONFIG_HOME": "config", "XDG_DATA_HOME": "data", "MPLCONFIGDIR": "mpl",
                  "HF_HOME": "hf"}.items():
     (_SANDBOX / sub).mkdir(parents=True, exist_ok=True)
     os.environ[var] = str(_SANDBOX / sub)

@@ -135,6 +135,9 @@ BAD_CASES = [
     ("prices.csv", 1, "gpu_id", "rtx-4099", "column 'gpu_id': unknown gpus id 'rtx-4099'; closest: rtx-4090"),
     ("cloud_offers.csv", 2, "gpu_id", "h100-sxn", "column 'gpu_id': unknown gpus id 'h100-sxn'"),
     ("fx.csv", 2, "per_usd", "0", "column 'per_usd': 0 must be greater than zero"),
+    # inf used to pass every "> 0" check and silently move answers (issue 19)
+    ("prices.csv", 1, "price", "inf", "column 'price': 'inf' is not a finite number"),
+    ("gpus.csv", 2, "vram_gib", "1e308", "column 'vram_gib': 1e308 is out of range (at most 1e+12)"),
 ]
 
 

@@ -42,6 +42,27 @@ def spec_type(name: str, flag: str):
     return parse
 
 
+def bounded(lo: float, hi: float, unit: str = "", *, lo_open: bool = False, whole: bool = False):
+    """An argparse ``type`` for a finite number in [lo, hi] (``lo_open``: above lo) with one clear message."""
+    import math
+
+    def parse(text: str):
+        try:
+            x = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"'{text}' is not a number") from None
+        ok = math.isfinite(x) and (x > lo if lo_open else x >= lo) and x <= hi and (not whole or x == int(x))
+        if not ok:
+            kind = "a whole number" if whole else "a number"
+            low = f"above {lo:g}" if lo_open else f"at least {lo:g}"
+            raise argparse.ArgumentTypeError(f"'{text}' must be {kind} {low} and at most {hi:g}"
+                                             + (f" {unit}" if unit else ""))
+        return int(x) if whole else x
+
+    parse.__name__ = "number"
+    return parse
+
+
 def add_spec(p: argparse.ArgumentParser, flag: str, name: str, *, help: str | None = None,
              default=argparse.SUPPRESS, **kw) -> None:
     """Add ``flag`` whose type, default and allowed range come from the shared spec ``name``."""

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from gpucost.commands import add_spec
+from gpucost.commands import add_spec, bounded
 from gpucost.specs import DEFAULTS
 
 NAME = "plan"
@@ -61,23 +61,24 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                                    "that minimizes cost.")
     c.add_argument("--trace", required=True, metavar="FILE", help="trace CSV, or 'sample' for the bundled one")
     c.add_argument("--policy", default="fixed", choices=["fixed", "autoscale", "spot"])
-    c.add_argument("--max-gpus", type=int, default=None, metavar="N",
+    c.add_argument("--max-gpus", type=bounded(1, 100_000, "GPUs", whole=True), default=None, metavar="N",
                    help="fixed fleet size / autoscaling cap (default: the largest job or the 95th percentile "
                         "of the demand, whichever is more)")
     c.add_argument("--gpu", default="h100-sxm", metavar="ID", help="card whose cloud prices are used")
     c.add_argument("--currency", default="USD", metavar="C")
-    c.add_argument("--min-gpus", type=int, default=0, metavar="N", help="autoscaler floor")
-    c.add_argument("--startup-hours", type=float, default=0.05, metavar="H", help="time a new GPU takes to serve")
-    c.add_argument("--cooldown-hours", type=float, default=0.25, metavar="H",
+    c.add_argument("--min-gpus", type=bounded(0, 100_000, "GPUs", whole=True), default=0, metavar="N",
+                   help="autoscaler floor")
+    c.add_argument("--startup-hours", type=bounded(0, 168, "hours"), default=0.05, metavar="H", help="time a new GPU takes to serve")
+    c.add_argument("--cooldown-hours", type=bounded(0, 168, "hours"), default=0.25, metavar="H",
                    help="idle time before a GPU is released")
-    c.add_argument("--checkpoint-hours", type=float, default=1.0, metavar="H", help="spot: checkpoint interval")
+    c.add_argument("--checkpoint-hours", type=bounded(0, 168, "hours", lo_open=True), default=1.0, metavar="H", help="spot: checkpoint interval")
     c.add_argument("--spot-bucket", default=">20%", choices=["<5%", "5-10%", "10-15%", "15-20%", ">20%"],
                    help="AWS Spot Advisor interruption bucket")
-    c.add_argument("--on-demand-base", type=int, default=0, metavar="N", help="spot: on-demand GPUs kept first")
-    c.add_argument("--commit-discount", type=float, default=None, metavar="PCT",
+    c.add_argument("--on-demand-base", type=bounded(0, 100_000, "GPUs", whole=True), default=0, metavar="N", help="spot: on-demand GPUs kept first")
+    c.add_argument("--commit-discount", type=bounded(0, 99, "%"), default=None, metavar="PCT",
                    help="commitment discount [%%] (default: the 1-year discount of tco_defaults.csv)")
-    c.add_argument("--price", type=float, default=None, help="on-demand price per GPU-hour (default: catalog)")
-    c.add_argument("--spot-price", type=float, default=None, help="spot price per GPU-hour (default: catalog)")
+    c.add_argument("--price", type=bounded(0, 10_000, "per GPU-hour", lo_open=True), default=None, help="on-demand price per GPU-hour (default: catalog)")
+    c.add_argument("--spot-price", type=bounded(0, 10_000, "per GPU-hour", lo_open=True), default=None, help="spot price per GPU-hour (default: catalog)")
     c.add_argument("--seed", type=int, default=0, help="random seed of the spot interruptions")
     c.add_argument("--json", action="store_true", help="print JSON")
 

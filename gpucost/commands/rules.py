@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import argparse
 
+from gpucost.commands import bounded
+
 NAME = "rules"
 HELP = "print Prometheus alerting rules (YAML) for dcgm-exporter: idle GPUs, memory pressure, their cost"
 
@@ -20,9 +22,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--gpu", default=None, metavar="ID",
                    help="the card of the fleet (catalog id or name): its hourly value goes into the alerts")
     p.add_argument("--currency", default="USD", metavar="C", help="currency of the costs (USD)")
-    p.add_argument("--amortize-years", type=float, default=3.0, metavar="Y",
+    p.add_argument("--amortize-years", type=bounded(0, 30, "years", lo_open=True), default=3.0, metavar="Y",
                    help="years over which a new price is spread when the card has no cloud price (3)")
-    p.add_argument("--kwh-price", type=float, default=None, metavar="PRICE",
+    p.add_argument("--kwh-price", type=bounded(0, 100, "per kWh"), default=None, metavar="PRICE",
                    help="electricity price per kWh: adds an energy-cost recording rule")
     p.add_argument("--prof", action="store_true",
                    help="also alert on DCGM_FI_PROF_GR_ENGINE_ACTIVE (needs DCGM profiling metrics)")

@@ -94,9 +94,28 @@ def read_trace(source: str | Path | io.StringIO | pd.DataFrame, *, label: str | 
         raise DataError("the trace has a header but no jobs", file=label)
     arr = _num_col(df, "arrival_hour", label, lambda a: a >= 0, "must be a number >= 0")
     gh = _num_col(df, "gpu_hours", label, lambda a: a > 0, "must be a number > 0")
-    g = _num_col(df, "gpus", label, lambda a: (a >= 1) & (a == np.floor(a)), "must be a whole number >= 1")
+    g = _num_col(df, "gpus", label, lambda a: (a >= 1) & (a == np.floor(a)) & (a <= MAX_JOB_GPUS),
+                 f"must be a whole number from 1 to {MAX_JOB_GPUS:,}")
+    _check_span(arr, gh / g, label)
     order = np.argsort(arr, kind="stable")
     return Trace(arr[order], g[order].astype(np.int64), (gh / g)[order], label)
+
+
+#: what one simulation may cover: ten years of arrivals and run time, and jobs up to this many GPUs
+MAX_TRACE_HOURS = 87_600.0
+MAX_JOB_GPUS = 100_000
+
+
+def _check_span(arrival: np.ndarray, run_hours: np.ndarray, label: str) -> None:
+    """A trace longer than ten years (a job of 10^12 GPU-hours) is refused with the row that breaks it,
+    rather than simulated for hours."""
+    end = arrival + run_hours
+    bad = np.flatnonzero(end > MAX_TRACE_HOURS)
+    if bad.size:
+        i = int(bad[0])
+        raise DataError(f"this job would run until hour {end[i]:,.0f}; a trace may span at most "
+                        f"{MAX_TRACE_HOURS:,.0f} hours (ten years): split it or check gpu_hours", file=label,
+                        row=i + 1, column="gpu_hours")
 
 
 def _num_col(df: pd.DataFrame, col: str, label: str, ok, what: str) -> np.ndarray:

@@ -18,6 +18,7 @@ from datetime import date, timedelta
 from typing import Any
 
 import ipywidgets as w
+import pandas as pd
 import traitlets
 from IPython.display import display
 
@@ -510,10 +511,36 @@ class Page:
         text = self.t("prices_as_of", date=newest, oldest=oldest)
         if date.fromisoformat(oldest) < date.today() - timedelta(days=365):
             text += f' <span class="gc-warn">{html.escape(self.t("prices_old"))}</span>'
+        text += " " + self._market_text()
         self.asof.value = f'<span class="gc-asof">{text}</span>'
 
+    def _market_text(self) -> str:
+        """Which market the cloud prices come from, how many offers and how fresh (a warning past 90 days)."""
+        from gpucost.offers import default_market
+        from gpucost.pricing import cloud_offers
+
+        market = default_market(self.state.currency)
+        offers = cloud_offers(self.catalog, self.state.currency)
+        mine = offers[offers["in_market"]]
+        if not len(mine):
+            return ""
+        dates = pd.to_datetime(mine["as_of"], errors="coerce")
+        old = int((dates < pd.Timestamp(date.today() - timedelta(days=90))).sum())
+        text = html.escape(self.t("prices_market", market=self.t(f"market_{market}"), offers=len(mine),
+                                  newest=str(dates.max().date())))
+        if old:
+            text += f' <span class="gc-warn">{html.escape(self.t("prices_market_old", n=old))}</span>'
+        return text
+
+    def _bundled_prices(self):
+        """The prices an upload merges into: the table this page started with (a second upload replaces
+        the first, it does not stack on it)."""
+        if getattr(self, "_base_prices", None) is None:
+            self._base_prices = self.catalog.prices
+        return self._base_prices
+
     def _on_upload(self, change) -> None:
-        from gpucost.catalog import validate_bytes
+        from gpucost.catalog import merge_upload, validate_bytes
 
         upload = uploaded_file(change, "upload.csv")
         if upload is None:
@@ -525,9 +552,11 @@ class Page:
             self.upload_msg.value = (f'<span class="gc-msg-error">'
                                      f'{html.escape(self.t("upload_error", error=str(exc)))}</span>')
             return
-        self.catalog = self.catalog.with_table("prices", frame)
+        merged, replaced = merge_upload("prices", self._bundled_prices(), frame)
+        self.catalog = self.catalog.with_table("prices", merged)
         self.upload_msg.value = (f'<span class="gc-msg-ok">'
-                                 f'{html.escape(self.t("upload_ok", file=name, rows=len(frame)))}</span>')
+                                 f'{html.escape(self.t("upload_ok", file=name, rows=len(frame), replaced=replaced))}'
+                                 '</span>')
         self._show_asof()
         self.safe_refresh()
 

@@ -1,0 +1,103 @@
+"""gpucost prices update|history|show: refresh cloud offers from gpuhunt and SkyPilot into the local price
+store, a card's price history, and the offers a market can buy."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from gpucost.specs import DEFAULTS
+
+NAME = "prices"
+HELP = "refresh cloud prices (gpuhunt, SkyPilot) into the local store; a card's price history and offers"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    sub = p.add_subparsers(dest="prices_cmd", metavar="update|history|show", parser_class=type(p))
+    sub.required = True
+    u = sub.add_parser("update", help="pull current on-demand and spot offers into the local price store",
+                       description="Pull offers from dstack gpuhunt's published catalog (GPUHUNT_CATALOG_DIR or "
+                                   "GPUHUNT_CATALOG_URL to use another copy) and SkyPilot's vms.csv catalogs, "
+                                   "map them to catalog GPUs and record them with the time they were seen.")
+    u.add_argument("--skypilot", default=None, metavar="DIR|URL",
+                   help="folder or URL holding <cloud>/vms.csv (default: skypilot-catalog on GitHub)")
+    u.add_argument("--no-skypilot", action="store_true", help="skip SkyPilot")
+    u.add_argument("--no-gpuhunt", action="store_true", help="skip gpuhunt")
+    u.add_argument("--provider", action="append", metavar="P", help="gpuhunt provider(s) only (repeat)")
+    u.add_argument("--json", action="store_true", help="print JSON")
+    h = sub.add_parser("history", help="every recorded price of one card, oldest first")
+    h.add_argument("--gpu", required=True, metavar="ID")
+    h.add_argument("--json", action="store_true", help="print JSON")
+    s = sub.add_parser("show", help="the cheapest and median on-demand price of one card in a market")
+    s.add_argument("--gpu", required=True, metavar="ID")
+    s.add_argument("--currency", default=DEFAULTS.currency, metavar="C",
+                   help="price currency; CNY means the China market, anything else the global market")
+    s.add_argument("--json", action="store_true", help="print JSON")
+
+
+def _progress(res) -> None:
+    """One line per provider as it arrives (failures are listed after, unless every source failed)."""
+    if not res.error:
+        unmapped = f", unmapped: {', '.join(sorted(res.unmapped))}" if res.unmapped else ""
+        sys.stderr.write(f"{res.source:8} {res.provider:16} {res.offers} offers, {res.mapped} mapped to "
+                         f"catalog GPUs{unmapped}\n")
+
+
+def run(args: argparse.Namespace):
+    from gpucost.catalog import Catalog
+
+    cat = Catalog()
+    if args.prices_cmd == "update":
+        from gpucost import price_store
+        from gpucost.price_update import SKYPILOT_URL, update
+
+        out = update(cat, use_gpuhunt=not args.no_gpuhunt, gpuhunt_only=args.provider,
+                     skypilot_base=None if args.no_skypilot else (args.skypilot or SKYPILOT_URL),
+                     progress=None if args.json else _progress)
+        out["store"] = str(price_store.store_path())
+        if not args.json and not out["offline"]:
+            for p in out["providers"]:
+                if p["error"]:
+                    sys.stderr.write(f"{p['source']:8} {p['provider']:16} failed ({p['error']}); kept the others\n")
+        return out
+    gid = cat.gpu_id(args.gpu)
+    if args.prices_cmd == "history":
+        from gpucost import price_store
+
+        df = price_store.history(gid)
+        return {"gpu": gid, "store": str(price_store.store_path()), "observations": df.to_dict(orient="records")}
+    from gpucost.pricing import cloud_offers, price_index
+
+    cur = args.currency.upper()
+    row = price_index(cat, cur).loc[gid]
+    offers = cloud_offers(cat, cur)
+    mine = offers[offers["gpu_id"] == gid].sort_values("per_gpu")
+    from gpucost.offers import default_market
+
+    return {"gpu": gid, "currency": cur, "market": default_market(cur), "offer_market": row["cloud_market"],
+            "cheapest": row["cloud_hourly"],
+            "median": row["cloud_median"], "offers_in_market": int(mine["in_market"].sum()),
+            "cheapest_offer": row["cloud_offer"], "as_of": row["cloud_as_of"],
+            "offers": mine[["provider", "InstanceType", "per_gpu", "market", "in_market", "as_of"]]
+            .to_dict(orient="records")}
+
+
+def render_text(r) -> str:
+    if "providers" in r:
+        if r["offline"]:
+            return f"offline: no price catalog could be read, nothing changed in {r['store']}"
+        lines = [f"{r['offers_seen']} offers seen, {r['observations_added']} new observations in {r['store']}"]
+        lines += [f"{c['gpu']:22} {c['market']:8} {c['was_usd'] if c['was_usd'] is not None else '—'} → "
+                  f"{c['now_usd'] if c['now_usd'] is not None else '—'} USD/GPU-h" for c in r["changes"][:40]]
+        return "\n".join(lines)
+    if "observations" in r:
+        if not r["observations"]:
+            return f"no recorded prices for {r['gpu']} in {r['store']} (run: gpucost prices update)"
+        return "\n".join(f"{o['observed_at']}  {o['provider']:14} {o['instance'][:30]:30} {o['region'][:18]:18} "
+                         f"{'spot' if o['spot'] else 'on-demand':9} {o['price_per_gpu_hour']:.3f} USD/GPU-h"
+                         for o in r["observations"])
+    if r["cheapest"] is None or r["cheapest"] != r["cheapest"]:
+        return f"no cloud offer for {r['gpu']}"
+    return (f"{r['gpu']}: cheapest {r['cheapest']:.3f} {r['currency']}/GPU-h ({r['cheapest_offer']}, {r['as_of']}), "
+            f"median {r['median']:.3f} over {r['offers_in_market']} offers in the {r['market']} market "
+            f"(cheapest offer's region: {r['offer_market']})")

@@ -1,0 +1,74 @@
+"""Inputs that used to hang, crash or give nonsense (issue 19's fuzz findings): each is now exit 2 with one
+line naming what is wrong, or a correct answer."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from tests.conftest import run_cli
+
+
+def _one_line_error(p, *fragments: str) -> None:
+    assert p.returncode == 2, p.stdout + p.stderr
+    assert p.stdout == "" and p.stderr.count("\n") == 1, p.stderr
+    for f in fragments:
+        assert f in p.stderr, p.stderr
+
+
+def test_text_listing_works_on_the_bundled_data():
+    """`gpucost gpus` (text) crashed on cards without a TDP; cards without a published figure show a dash."""
+    p = run_cli("gpus")
+    assert p.returncode == 0, p.stderr
+    line = next(x for x in p.stdout.splitlines() if x.startswith("ascend-910b"))
+    assert "—" in line and "64" in line
+
+
+def test_a_trace_of_a_trillion_gpu_hours_is_refused_at_once(tmp_path):
+    trace = tmp_path / "t.csv"
+    trace.write_text("arrival_hour,gpu_hours,gpus\n0,1000000000000,8\n")
+    t0 = time.monotonic()
+    p = run_cli("plan", "scale", "--trace", str(trace), "--gpu", "a100-80gb-sxm")
+    assert time.monotonic() - t0 < 30                        # it used to run until killed
+    _one_line_error(p, "t.csv", "row 1", "gpu_hours", "at most 87,600 hours")
+
+
+@pytest.mark.parametrize("args,fragment", [
+    (("plan", "scale", "--trace", "sample", "--cooldown-hours", "1e12"), "at most 168 hours"),
+    (("plan", "scale", "--trace", "sample", "--price", "-1"), "above 0"),
+    (("plan", "scale", "--trace", "sample", "--spot-price", "inf"), "'inf' must be a number"),
+    (("plan", "scale", "--trace", "sample", "--max-gpus", "2.5"), "whole number"),
+    (("rules", "--gpu", "h100-sxm", "--kwh-price", "inf"), "--kwh-price"),
+    (("rules", "--gpu", "h100-sxm", "--amortize-years", "0"), "--amortize-years"),
+])
+def test_out_of_range_flags_are_one_line(args, fragment):
+    _one_line_error(run_cli(*args), fragment)
+
+
+LLAMA = {"model_type": "llama", "hidden_size": 4096, "num_hidden_layers": 32, "num_attention_heads": 32,
+         "intermediate_size": 11008, "vocab_size": 32000}
+
+
+@pytest.mark.parametrize("change,fragment", [
+    ({"hidden_size": "INF"}, "hidden_size is infinite"),
+    ({"num_hidden_layers": 1_000_000_000}, "num_hidden_layers is 1,000,000,000"),
+    ({"num_key_value_heads": -8}, "num_key_value_heads is -8"),
+    ({"head_dim": -128}, "head_dim is -128"),
+    ({"num_key_value_heads": 64}, "64 key/value heads but only 32 attention heads"),
+])
+def test_impossible_config_json_is_one_line(tmp_path, change, fragment):
+    """Values no model has gave negative memory, an OverflowError or exhausted memory; now one line."""
+    import json
+
+    cfg = {**LLAMA, **change}
+    text = json.dumps(cfg).replace('"INF"', "1e999")
+    path = tmp_path / "config.json"
+    path.write_text(text)
+    _one_line_error(run_cli("fit", "--config", str(path), "--quant", "bf16"), "config.json", fragment)
+
+
+def test_deeply_nested_config_json_is_one_line(tmp_path):
+    path = tmp_path / "config.json"
+    path.write_text('{"model_type": "llama", "x": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    _one_line_error(run_cli("fit", "--config", str(path), "--quant", "bf16"), "not a readable JSON config")

@@ -1,0 +1,161 @@
+"""Cloud prices from gpuhunt's and SkyPilot's catalog formats, the local price store and the user's market.
+No network: gpuhunt reads a catalog written by its own storage functions (GPUHUNT_CATALOG_DIR); SkyPilot
+rows are real vms.csv lines (tests/fixtures/skypilot); 'offline' is a closed local port."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from gpucost.catalog import Catalog
+from gpucost.offers import market_of, resolve_gpu, skypilot_offers
+from tests.conftest import run_cli
+
+SKY = Path(__file__).parent / "fixtures" / "skypilot"
+
+
+@pytest.fixture(scope="module")
+def cat():
+    return Catalog()
+
+
+def test_markets_follow_region_and_currency():
+    assert market_of("us-east-1") == "us" and market_of("Oregon, US, NA") == "us"
+    assert market_of("eu-west-1") == "eu" and market_of("europe-central-1") == "eu"
+    assert market_of("cn-north-1") == "china" and market_of("CN", "USD") == "china"
+    assert market_of("anything", "CNY") == "china"            # priced in yuan: a Chinese cloud
+    assert market_of("ap-northeast-1") == "apac" and market_of("global") == ""
+
+
+def test_names_resolve_by_memory_and_instance_never_by_guess(cat):
+    assert resolve_gpu("A100", 40, "gpu_1x_a100", cat) == "a100-40gb-sxm"
+    assert resolve_gpu("A100", 80, "a2-ultragpu-1g", cat) == "a100-80gb-sxm"
+    assert resolve_gpu("A100", 80, "a100-80gb-pcie", cat) == "a100-80gb-pcie"
+    assert resolve_gpu("H100", 94, "1x-H100_NVL", cat) == "h100-nvl"
+    assert resolve_gpu("RTX4070", 16, "4x-RTX_4070S_Ti", cat) == "rtx-4070-ti-super"   # vast's name for it
+    assert resolve_gpu("RTX4090", 24, "", cat) == "rtx-4090"
+    assert resolve_gpu("RTX5880-Ada", 48, "", cat) is None                            # not in gpus.csv
+    assert resolve_gpu("H100", None, "", cat) is None or resolve_gpu("H100", None, "", cat) == "h100-sxm"
+
+
+def test_skypilot_rows_read_by_header_with_each_clouds_memory_convention(cat):
+    got = {}
+    for cloud in ("vast", "runpod", "lambda", "primeintellect"):
+        vms = pd.read_csv(SKY / cloud / "vms.csv", dtype=str, keep_default_na=False)
+        got[cloud] = skypilot_offers(vms, cloud, "2026-12-01T00:00:00Z", "fixture", cat)
+    vast = got["vast"]
+    assert {o.gpu_id for o in vast} == {"rtx-4090", "rtx-4070-ti-super"}      # MiB summed over the GPUs
+    assert next(o for o in vast if o.gpu_id == "rtx-4090").price_per_gpu_hour == pytest.approx(0.40)
+    assert not any(o.spot for o in vast)                                       # SpotPrice 0.00 is no offer
+    runpod = got["runpod"]                                                     # 'SizeInMiB': 80 means GB
+    assert {o.gpu_id for o in runpod} == {"a100-80gb-pcie"} and {o.spot for o in runpod} == {False, True}
+    assert {o.gpu_id for o in got["lambda"]} == {"h100-pcie"}
+    assert {o.gpu_id for o in got["primeintellect"]} == {"h100-sxm"}           # SizeInMiB of all 8 GPUs
+    assert got["primeintellect"][0].price_per_gpu_hour == pytest.approx(23.92 / 8)
+
+
+def _write_gpuhunt(folder: Path, rows: list[tuple]) -> None:
+    """A gpuhunt v2 catalog file per provider, written by gpuhunt's own storage.dump."""
+    from gpuhunt import AcceleratorVendor, CatalogItem
+    from gpuhunt._internal import storage
+
+    folder.mkdir(parents=True, exist_ok=True)
+    by_provider: dict[str, list] = {}
+    for provider, inst, loc, price, count, name, mem, spot in rows:
+        by_provider.setdefault(provider, []).append(CatalogItem(
+            provider=provider, instance_name=inst, location=loc, price=price, cpu=8, memory=64, gpu_count=count,
+            gpu_name=name, gpu_memory=mem, spot=spot, disk_size=None, gpu_vendor=AcceleratorVendor.NVIDIA))
+    for provider, items in by_provider.items():
+        storage.dump(items, str(folder / f"{provider}.csv"))
+
+
+def _env(tmp_path: Path, catalog_dir: Path) -> dict:
+    return {"GPUCOST_PRICE_STORE": str(tmp_path / "prices.sqlite3"), "GPUHUNT_CATALOG_DIR": str(catalog_dir)}
+
+
+def _cloud_price(env: dict, gpu: str, currency: str = "USD") -> dict:
+    p = run_cli("prices", "show", "--gpu", gpu, "--currency", currency, "--json", env=env)
+    assert p.returncode == 0, p.stderr
+    return json.loads(p.stdout)
+
+
+def test_an_update_prices_what_the_users_market_can_rent_and_keeps_history(tmp_path):
+    pytest.importorskip("gpuhunt")
+    cat_dir = tmp_path / "gpuhunt"
+    env = _env(tmp_path, cat_dir)
+    before = _cloud_price(env, "l40s")["cheapest"]
+    # a cheaper L40S in Europe (the global market) and a much cheaper one in mainland China (not rentable
+    # with a US account); and a provider whose file is broken
+    _write_gpuhunt(cat_dir, [("aws", "g6e.xlarge", "eu-west-1", before * 0.5, 1, "L40S", 48, False),
+                             ("aws", "g6e.xlarge", "eu-west-1", before * 0.2, 1, "L40S", 48, True),
+                             ("nebius", "gpu-l40s-a", "cn-north-1", before * 0.1, 1, "L40S", 48, False)])
+    (cat_dir / "oci.csv").write_text("instance_name,location,price\nbroken,row\n")
+    up = run_cli("prices", "update", "--no-skypilot", "--json", env=env)
+    assert up.returncode == 0, up.stderr
+    res = json.loads(up.stdout)
+    by = {p["provider"]: p for p in res["providers"]}
+    assert by["aws"]["mapped"] == 2 and by["nebius"]["mapped"] == 1   # the broken oci file stops nobody
+    assert by["oci"]["error"] or by["oci"]["offers"] == 0
+    now = _cloud_price(env, "l40s")
+    assert now["cheapest"] == pytest.approx(before * 0.5) and "aws g6e.xlarge" in now["cheapest_offer"]
+    assert now["market"] == "global"                                  # the China offer is not the price
+    cny = _cloud_price(env, "l40s", "CNY")
+    assert cny["market"] == "china" and "nebius" in cny["cheapest_offer"]
+    # a second update a day later at a new price: both observations stay
+    _write_gpuhunt(cat_dir, [("aws", "g6e.xlarge", "eu-west-1", before * 0.6, 1, "L40S", 48, False)])
+    assert run_cli("prices", "update", "--no-skypilot", "--json", env=env).returncode == 0
+    hist = json.loads(run_cli("prices", "history", "--gpu", "l40s", "--json", env=env).stdout)["observations"]
+    ondemand = [o["price_per_gpu_hour"] for o in hist if o["provider"] == "aws" and not o["spot"]]
+    assert ondemand == pytest.approx(sorted([before * 0.5, before * 0.6]))
+    assert _cloud_price(env, "l40s")["cheapest"] == pytest.approx(before * 0.6)   # the newest observation
+    # the card listing uses the same price
+    gpus = json.loads(run_cli("gpus", "--json", env=env).stdout)
+    assert next(g for g in gpus if g["id"] == "l40s")["cloud_hourly"] == pytest.approx(before * 0.6)
+
+
+def test_skypilot_folder_update_and_offline_in_one_line(tmp_path):
+    env = {"GPUCOST_PRICE_STORE": str(tmp_path / "p.sqlite3")}
+    up = run_cli("prices", "update", "--no-gpuhunt", "--skypilot", str(SKY), "--json", env=env)
+    res = json.loads(up.stdout)
+    assert {p["provider"] for p in res["providers"]} == {"vast", "runpod", "lambda", "primeintellect"}
+    assert res["observations_added"] == res["offers_seen"] > 0
+    off = run_cli("prices", "update", "--skypilot", "http://127.0.0.1:9",
+                  env={**env, "GPUHUNT_CATALOG_URL": "http://127.0.0.1:9", "GPUHUNT_CATALOG_DIR": ""}, timeout=120)
+    assert off.returncode == 0 and off.stdout.count("\n") == 1 and off.stdout.startswith("offline")
+    assert off.stderr == ""
+    again = json.loads(run_cli("prices", "history", "--gpu", "rtx-4090", "--json", env=env).stdout)
+    assert len(again["observations"]) == 2                            # kept what it had
+
+
+def test_bundled_prices_are_chosen_within_the_market(cat):
+    """The bundled snapshot: a US user's RTX 4090 price is not a Chinese marketplace's yuan price; a
+    Chinese user's is."""
+    from gpucost.pricing import price_index
+
+    usd, cny = price_index(cat, "USD").loc["rtx-4090"], price_index(cat, "CNY").loc["rtx-4090"]
+    assert cny["cloud_market"] == "china"
+    assert usd["cloud_market"] != "china" and not usd["cloud_offer"].startswith(("suanjia", "hengyuan", "matpool"))
+    assert usd["cloud_median"] >= usd["cloud_hourly"] and usd["cloud_offers"] >= 2
+
+
+def test_a_price_upload_stands_in_for_its_cards_and_keeps_the_rest():
+    """Page 01: uploading one price row changes that card's price, replaces the bundled rows it stands for
+    and keeps every other card's prices (it used to replace the whole table: '1 cards match')."""
+    from gpucost.ui.card_choice import CardChoicePage
+
+    page = CardChoicePage()
+    before = page.catalog.prices
+    n_4090_new = int(((before["gpu_id"] == "rtx-4090") & (before["condition"] == "new")).sum())
+    row = (b"gpu_id,condition,price,currency,region,channel,source,as_of,notes\n"
+           b"rtx-4090,new,1234,USD,US,retail,my supplier's quote,2026-11-20,\n")
+    page._on_upload({"new": [{"name": "mine.csv", "content": row}]})
+    after = page.catalog.prices
+    assert len(after) == len(before) - n_4090_new + 1
+    mine = after[(after["gpu_id"] == "rtx-4090") & (after["condition"] == "new")]
+    assert list(mine["price"]) == [1234]
+    assert set(after["gpu_id"]) == set(before["gpu_id"])                  # every other card keeps its prices
+    assert f"standing in for {n_4090_new} bundled prices" in page.upload_msg.value
+    assert "Cloud prices: the global (outside mainland China) market" in page.asof.value
