@@ -15,6 +15,7 @@ catalog ``vms.csv`` is accepted wherever ``cloud_offers`` is expected (:func:`lo
 from __future__ import annotations
 
 import ast
+import csv
 import io
 import os
 import re
@@ -147,17 +148,30 @@ def bundled_data_dir() -> Path:
 
 
 def user_data_dir() -> Path | None:
-    """``GPUCOST_DATA_DIR`` when set (it need not hold every table)."""
+    """``GPUCOST_DATA_DIR`` when set (it need not hold every table). A value that is not a folder is an
+    error, not a silent fall-back to the bundled tables."""
     val = os.environ.get("GPUCOST_DATA_DIR", "").strip()
-    return Path(val).expanduser() if val else None
+    if not val:
+        return None
+    d = Path(val).expanduser()
+    if not d.is_dir():
+        raise DataError(f"GPUCOST_DATA_DIR={val} is not a folder (it does not exist, or is a file)")
+    return d
 
 
 def table_path(name: str, data_dir: str | Path | None = None) -> Path:
     """Where table ``name`` is read from: ``data_dir`` or ``GPUCOST_DATA_DIR`` first, else bundled."""
     _check_name(name)
     for d in (Path(data_dir) if data_dir else None, user_data_dir()):
-        if d is not None and (d / f"{name}.csv").is_file():
-            return d / f"{name}.csv"
+        if d is None:
+            continue
+        cand = d / f"{name}.csv"
+        if os.path.lexists(cand):  # there, but maybe not readable: say so, never fall back silently
+            if not cand.is_file():
+                what = "a folder" if cand.is_dir() else "a broken or looping link" if cand.is_symlink() else \
+                    "not a regular file"
+                raise DataError(f"{what}, not a readable table", file=str(cand))
+            return cand
     return bundled_data_dir() / f"{name}.csv"
 
 
@@ -181,6 +195,11 @@ def _read_csv_text(text: str, label: str) -> pd.DataFrame:
         m = re.search(r"line (\d+)", msg)
         row = int(m.group(1)) - 1 if m else None
         raise DataError(f"not a valid CSV file ({msg})", file=label, row=row) from None
+    header = next(csv.reader(io.StringIO(text.splitlines()[0] if text else "")), [])
+    names = [h.strip() for h in header]
+    dup = sorted({h for h in names if names.count(h) > 1})
+    if dup:  # pandas would rename the second one silently ('per_usd.1') and use the first
+        raise DataError(f"the header has column '{dup[0]}' more than once", file=label)
     df.columns = [str(c).strip() for c in df.columns]
     return df.apply(lambda s: s.str.strip())
 
@@ -491,6 +510,8 @@ def load_table(name: str, path: str | Path | None = None, *, data_dir: str | Pat
         text = p.read_text(encoding="utf-8-sig")
     except UnicodeDecodeError:
         raise DataError("not UTF-8 text", file=label) from None
+    except OSError as exc:
+        raise DataError(f"cannot read the file ({exc.strerror or type(exc).__name__})", file=label) from None
     df = _read_csv_text(text, label)
     if name == "cloud_offers" and _is_skypilot(df):
         provider = p.parent.name if p.name == "vms.csv" else None

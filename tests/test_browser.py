@@ -149,6 +149,12 @@ def test_public_serving_hides_data_source_and_tracebacks(server):
         assert code in (403, 404), f"{path} served with {code}"
     html = urllib.request.urlopen(server.page("01_card_choice.ipynb"), timeout=120).read().decode()  # noqa: S310
     assert "CardChoicePage(" not in html, "notebook source must be stripped from the page"
+    # a query cannot swap the serving template (another one brings CDN links and drops the closed-tab
+    # kernel shutdown; an unknown one used to hang the request)
+    for name in ("lab", "no-such-template"):
+        url = server.page("01_card_choice.ipynb") + f"?template={name}"
+        html = urllib.request.urlopen(url, timeout=120).read().decode()  # noqa: S310 - localhost
+        assert "plotly-basic.min.js" in html, f"?template={name} replaced gpucost's template"
 
 
 # page → (dropdown to change, result whose text must change, a text input and a bad value for it)
@@ -202,14 +208,21 @@ def test_pages_load_nothing_from_outside_and_plotly_only_where_charts_are(server
     assert page.evaluate("window.Plotly.version").startswith("4.")
 
 
-def test_charts_draw_without_gpucost_template_as_in_jupyterlab(server, page):
+def test_charts_draw_without_gpucost_template_as_in_jupyterlab(page):
     # under another template (as in JupyterLab) the page has no plotly.js: the PlotlyLibrary widget asks
-    # the kernel for it, and the chart still draws its points
-    page.goto(server.page("01_card_choice.ipynb", "?template=lab"))
-    wait_ready(page)
-    page.wait_for_selector(".gc-chart .scatterlayer .point", timeout=60000)
-    assert _points(page) > 5
-    assert page.evaluate("window.__gpucostPlotly.source") == "kernel"
+    # the kernel for it, and the chart still draws its points. The public server refuses ?template=, so
+    # this starts one with Voila's own "lab" template.
+    from .browser import VoilaServer
+
+    lab = VoilaServer(extra_args=["--template=lab"])
+    try:
+        page.goto(lab.page("01_card_choice.ipynb"))
+        wait_ready(page)
+        page.wait_for_selector(".gc-chart .scatterlayer .point", timeout=60000)
+        assert _points(page) > 5
+        assert page.evaluate("window.__gpucostPlotly.source") == "kernel"
+    finally:
+        lab.stop()
 
 
 def test_closing_the_tab_shuts_its_kernel_down(server, chromium_browser):

@@ -72,3 +72,36 @@ def test_deeply_nested_config_json_is_one_line(tmp_path):
     path = tmp_path / "config.json"
     path.write_text('{"model_type": "llama", "x": ' + "[" * 100_000 + "]" * 100_000 + "}")
     _one_line_error(run_cli("fit", "--config", str(path), "--quant", "bf16"), "not a readable JSON config")
+
+
+def _data_dir_case(tmp_path, kind: str):
+    import os
+
+    d = tmp_path / "data"
+    d.mkdir()
+    if kind == "missing folder":
+        return tmp_path / "nope", "is not a folder"
+    if kind == "folder":
+        (d / "gpus.csv").mkdir()
+        return d, "gpus.csv: a folder, not a readable table"
+    if kind == "loop":
+        os.symlink(d / "a", d / "b")
+        os.symlink(d / "b", d / "a")
+        os.symlink(d / "a", d / "prices.csv")
+        return d, "prices.csv: a broken or looping link"
+    if kind == "dangling":
+        os.symlink(d / "missing.csv", d / "prices.csv")
+        return d, "prices.csv: a broken or looping link"
+    from gpucost.catalog import bundled_data_dir
+
+    lines = (bundled_data_dir() / "fx.csv").read_text(encoding="utf-8").splitlines()
+    (d / "fx.csv").write_text("\n".join([lines[0] + ",per_usd"] + [x + ",1" for x in lines[1:]]) + "\n")
+    return d, "fx.csv: the header has column 'per_usd' more than once"
+
+
+@pytest.mark.parametrize("kind", ["missing folder", "folder", "loop", "dangling", "duplicated column"])
+def test_an_override_that_cannot_be_read_is_an_error_not_a_silent_fallback(tmp_path, kind):
+    """GPUCOST_DATA_DIR and the tables in it: what the user pointed at is used or refused, never replaced
+    by the bundled table without a word."""
+    data_dir, fragment = _data_dir_case(tmp_path, kind)
+    _one_line_error(run_cli("gpus", "--json", env={"GPUCOST_DATA_DIR": str(data_dir)}), fragment)

@@ -165,3 +165,24 @@ def test_moe_and_mla_shapes(cat):
     mix = resolve_model("mixtral-8x7b", catalog=cat)
     # GQA: 2 × 8 KV heads × 128 = 2048 values per token per layer
     assert mix.kv_values_per_token_per_layer == 2048
+
+
+def test_page_02_takes_an_uploaded_config_json_like_the_cli(tmp_path):
+    """Any other model on the page: its config.json, read in memory; the same memory as `fit --config`;
+    a broken one is a message next to the upload and the page keeps its last good answer."""
+    from gpucost.ui.quant_fit import QuantFitPage
+
+    cfg = {**LLAMA2_7B_CONFIG, "_name_or_path": "acme/llama-like-7b"}
+    page = QuantFitPage(quant="bf16", engine="transformers", gpu="a100-80gb-sxm")
+    page._on_config({"new": [{"name": "config.json", "content": json.dumps(cfg).encode()}]})
+    rec = page.results_record()
+    assert rec["model"] == "acme/llama-like-7b" and "acme/llama-like-7b" in page.summary.value
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(cfg))
+    p = run_cli("fit", "--config", str(path), "--quant", "bf16", "--engine", "transformers", "--gpu",
+                "a100-80gb-sxm", "--json")
+    assert p.returncode == 0, p.stderr
+    assert rec["per_gpu_gib"]["total"] == pytest.approx(json.loads(p.stdout)["per_gpu_gib"]["total"])
+    page._on_config({"new": [{"name": "broken.json", "content": b"{not json"}]})
+    assert "broken.json: not a readable JSON config" in page.config_msg.value
+    assert page.results_record()["model"] == "acme/llama-like-7b"

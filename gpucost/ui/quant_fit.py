@@ -4,6 +4,7 @@ cards, how fast, and what does each token cost?"""
 from __future__ import annotations
 
 import html
+import json
 import math
 
 import ipywidgets as w
@@ -34,13 +35,15 @@ from gpucost.serialize import number
 from gpucost.specs import DEFAULTS, SPECS
 from gpucost.speed import decode_speed_cards, efficiency_table, training_time
 from gpucost.ui.chart import TEMPLATE
-from gpucost.ui.shell import Page
+from gpucost.ui.shell import Page, uploaded_file
 from gpucost.validation import TARGETS
 
 COMPONENTS = ("weights", "kv_cache", "activations", "gradients", "optimizer", "overhead")
 COLORS = {"weights": "#3b6ea8", "kv_cache": "#e49b0f", "activations": "#6aa84f", "gradients": "#a64d79",
           "optimizer": "#cc4125", "overhead": "#999999"}
 BAR_COUNTS = (1, 2, 4, 8)
+#: the largest config.json the page reads (real ones are a few kB; multimodal ones up to ~20 kB)
+MAX_CONFIG_BYTES = 1_000_000
 TRAIN_ENGINES = TRAINING_FRAMEWORKS
 #: cell colours of the fit matrix by the number of cards needed
 CELL_COLORS = ((1, "#b7e1b0"), (2, "#e8f2a1"), (4, "#fde3a7"), (8, "#f9c59a"), (10**9, "#f4a6a6"))
@@ -109,8 +112,19 @@ class QuantFitPage(Page):
         self.card = w.Dropdown(options=self._gpu_options, value=gid, style=style)
         self.card.add_class("gc-fit-card")
         self._set_engine_options(i["engine"])
+        # any other model: its config.json, read in memory (never saved on the server)
+        self._custom_spec = None
+        self.config_upload = w.FileUpload(accept=".json", multiple=False,
+                                          layout=w.Layout(width="auto", max_width="100%"))
+        self.config_upload.add_class("gc-fit-config-upload")
+        self.label(self.config_upload, "fit_config_button")
+        self.config_msg = w.HTML()
+        self.config_msg.add_class("gc-fit-config-msg")
+        self.config_upload.observe(self._on_config, names="value")
         self.inputs.children = [
-            self.field("fit_model", self.model), self.field("fit_quant", self.quant),
+            self.field("fit_model", self.model),
+            w.VBox([self.config_upload, self.help_line("fit_config_help"), self.config_msg]),
+            self.field("fit_quant", self.quant),
             self.field("fit_mode", self.mode), self.field("fit_engine", self.engine), context, batch, gpus_field,
             self.field("fit_card", self.card), self.field("fit_zero", self.zero),
             self.field("fit_offload", self.offload), rank, tokens, budget, *self.shell_inputs()]
@@ -184,6 +198,48 @@ class QuantFitPage(Page):
         self.options(self.offload, ("none", "cpu", "nvme"))
         self._engine_lock = False
 
+    # -- a model from its config.json ----------------------------------------------------------------
+    CUSTOM = "__config__"
+
+    def _spec(self):
+        if self.model.value == self.CUSTOM and self._custom_spec is not None:
+            return self._custom_spec
+        return catalog_spec(self.model.value, self.catalog)
+
+    def _on_config(self, change) -> None:
+        """Read an uploaded config.json (bytes in memory), check it, and make it the model of the page."""
+        from gpucost.models import spec_from_hf_config
+
+        upload = uploaded_file(change, "config.json")
+        if upload is None:
+            return
+        name, content = upload
+        try:
+            if len(content) > MAX_CONFIG_BYTES:
+                raise GpucostError(f"{name}: {len(content):,} bytes; a config.json is at most "
+                                   f"{MAX_CONFIG_BYTES:,}")
+            try:
+                cfg = json.loads(content.decode("utf-8-sig"))
+            except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+                raise GpucostError(f"{name}: not a readable JSON config ({type(exc).__name__})") from None
+            if not isinstance(cfg, dict):
+                raise GpucostError(f"{name}: not a JSON object")
+            spec = spec_from_hf_config(cfg, name=name)
+        except GpucostError as exc:
+            self.config_msg.value = f'<span class="gc-msg-error">{html.escape(str(exc))}</span>'
+            return
+        self._custom_spec = spec
+        label = self.t("fit_config_option", name=spec.hf_repo or name)
+        models = [o for o in self.model.options if (o[1] if isinstance(o, tuple) else o) != self.CUSTOM]
+        models = [o if isinstance(o, tuple) else (o, o) for o in models]
+        self.config_msg.value = (f'<span class="gc-msg-ok">'
+                                 f'{html.escape(self.t("fit_config_ok", name=name, params=f"{spec.params_total / 1e9:,.2f}"))}'
+                                 '</span>')
+        with self.refresh_once():
+            self.model.options = [(label, self.CUSTOM), *models]
+            self.model.value = self.CUSTOM
+            self.safe_refresh()
+
     # -- compute -----------------------------------------------------------------------------------
     def _table(self):
         return card_table(self.catalog, self.state.currency)
@@ -204,7 +260,7 @@ class QuantFitPage(Page):
         if getattr(self, "_engine_lock", False):
             return
         cat = self.catalog
-        spec = catalog_spec(self.model.value, cat)
+        spec = self._spec()
         fmt = self._formats[self.quant.value]
         s = self.setup()
         self.est = estimate(spec, fmt, s)
