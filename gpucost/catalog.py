@@ -70,6 +70,12 @@ SCHEMAS: dict[str, dict[str, str]] = {
         "currency": "currency", "gpu_id": "ref:gpus", **SOURCE_COLS,
     },
     "fx": {"currency": "id", "per_usd": "num+", **SOURCE_COLS},
+    # what hosted APIs charge per 1M tokens, and the open-weights model each is comparable to
+    "api_prices": {
+        "provider": "str", "api_model": "str", "comparable_model": "str?", "input_per_mtok": "num0",
+        "cached_input_per_mtok": "num0?", "output_per_mtok": "num0", "currency": "currency", "region": "str?",
+        "tier": "str?", **SOURCE_COLS,
+    },
     "models": {
         "id": "id", "hf_repo": "str?", "aliases": "str?", "family": "str", "kind": "enum:llm|diffusion",
         "params_total_b": "num+", "params_active_b": "num+?", "num_layers": "int+?",

@@ -57,6 +57,8 @@ _DATA_WHAT = {
     "prices": "street prices new and used, USD and CNY, with the channel (MSRP, retail, marketplace, news report)",
     "cloud_offers": "on-demand, spot and 1-year/3-year reserved prices per instance (SkyPilot column names)",
     "fx": "exchange rates (ECB reference rates)",
+    "api_prices": "hosted APIs' prices per 1M input, cached-input and output tokens (USD and CNY), with the "
+                  "open-weights model each is comparable to",
     "models": "open models' architecture from their `config.json`",
     "quant_formats": "effective bits per weight, hardware needs and published perplexity loss",
     "benchmarks": "the validation corpus: published measurements the estimators are judged against, each with its "

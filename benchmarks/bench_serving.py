@@ -1,0 +1,41 @@
+"""Serving engine: one plan (KV capacity, operating point over the batch sizes, replicas, costs, APIs) and
+`gpucost serve --json` end to end. Target: one plan well under a page's 300 ms answer budget.
+
+Run: .venv/bin/python benchmarks/bench_serving.py
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from timing import measure  # noqa: E402
+
+from gpucost.catalog import Catalog  # noqa: E402
+from gpucost.models import catalog_spec  # noqa: E402
+from gpucost.quant import get_format  # noqa: E402
+from gpucost.records import gpu  # noqa: E402
+from gpucost.serving import Load, plan_serving  # noqa: E402
+
+
+def main() -> None:
+    cat = Catalog()
+    spec, fmt = catalog_spec("llama-3.1-8b", cat), get_format("bf16", cat)
+    h100 = gpu(cat, "h100-sxm")
+    plan_serving(spec, fmt, h100, Load(5, 1000, 200), catalog=cat)
+    measure("plan_serving (llama-3.1-8b, H100, TPOT 50 ms)",
+            lambda: plan_serving(spec, fmt, h100, Load(5, 1000, 200), tpot_ms=50, catalog=cat), repeat=30,
+            target_ms=300)
+    big = catalog_spec("llama-3.1-70b", cat)
+    measure("plan_serving (llama-3.1-70b, 4 × H100, no target)",
+            lambda: plan_serving(big, fmt, h100, Load(20, 2000, 400), gpus=4, catalog=cat), repeat=30, target_ms=300)
+    measure("gpucost serve --json (subprocess, end to end)",
+            lambda: subprocess.run([sys.executable, "-m", "gpucost", "serve", "--model", "llama-3.1-8b", "--gpu",
+                                    "h100-sxm", "--rps", "5", "--json"], check=True, capture_output=True),
+            repeat=5, warmup=1)
+
+
+if __name__ == "__main__":
+    main()

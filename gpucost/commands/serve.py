@@ -1,0 +1,82 @@
+"""gpucost serve: cards, capacity and cost per 1M input/output tokens to serve a load within latency
+targets, next to the APIs of the same model."""
+
+from __future__ import annotations
+
+import argparse
+
+from gpucost.commands import add_spec, bounded
+from gpucost.specs import DEFAULTS, ENGINES
+
+NAME = "serve"
+HELP = "serving a load (requests/s, tokens per request, TTFT/TPOT targets): cards, capacity, cost per 1M tokens"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--model", required=True, metavar="M", help="catalog id, Hugging Face repo id or alias")
+    p.add_argument("--gpu", required=True, metavar="ID", help="catalog id or name")
+    add_spec(p, "--gpus", "gpus", help="cards per replica (tensor parallel)")
+    p.add_argument("--engine", default=None, choices=ENGINES, help=f"default: llama.cpp for GGUF, else {DEFAULTS.engine}")
+    p.add_argument("--quant", default="bf16", metavar="Q", help="weight format (default bf16)")
+    p.add_argument("--kv-dtype", default="fp16", choices=["fp16", "bf16", "fp8"], help="KV-cache element type")
+    p.add_argument("--rps", type=bounded(0, 1e5, "requests/s", lo_open=True), required=True, metavar="R",
+                   help="average requests per second")
+    p.add_argument("--peak-ratio", type=bounded(1, 100), default=1.0, metavar="X",
+                   help="peak ÷ average load; the fleet is sized for the peak (default 1)")
+    p.add_argument("--input-tokens", type=bounded(1, 2_000_000, "tokens", whole=True), default=1000, metavar="N")
+    p.add_argument("--output-tokens", type=bounded(1, 1_000_000, "tokens", whole=True), default=200, metavar="N")
+    p.add_argument("--prefix-hit", type=bounded(0, 0.99), default=0.0, metavar="F",
+                   help="share of input tokens served from the prefix cache (0-0.99)")
+    p.add_argument("--ttft-ms", type=bounded(0, 600_000, "ms", lo_open=True), default=None, metavar="MS",
+                   help="target time to first token")
+    p.add_argument("--tpot-ms", type=bounded(0, 60_000, "ms", lo_open=True), default=None, metavar="MS",
+                   help="target time per output token")
+    p.add_argument("--currency", default=DEFAULTS.currency, metavar="C")
+    p.add_argument("--json", action="store_true", help="print JSON")
+
+
+def run(args: argparse.Namespace):
+    from gpucost.catalog import Catalog
+    from gpucost.models import resolve_model
+    from gpucost.quant import get_format
+    from gpucost.records import gpu as gpu_record
+    from gpucost.serving import Load, plan_serving
+
+    cat = Catalog()
+    spec = resolve_model(args.model, catalog=cat)
+    fmt = get_format(args.quant, cat)
+    engine = args.engine or ("llama.cpp" if fmt.is_gguf else DEFAULTS.engine)
+    load = Load(args.rps, args.input_tokens, args.output_tokens, args.prefix_hit, args.peak_ratio)
+    return plan_serving(spec, fmt, gpu_record(cat, args.gpu), load, gpus=args.gpus, engine=engine,
+                        kv_dtype=args.kv_dtype, ttft_ms=args.ttft_ms, tpot_ms=args.tpot_ms, catalog=cat,
+                        currency=args.currency.upper()).to_dict()
+
+
+def _m(v) -> str:
+    return "—" if v is None else f"{v:,.3f}"
+
+
+def render_text(r) -> str:
+    ld = r["load"]
+    lines = [f"{r['model']} · {r['quant']} · {r['engine']} on replicas of {r['gpus_per_replica']} × {r['gpu']}: "
+             f"{ld['requests_per_s']:g} req/s × ({ld['input_tokens']} in + {ld['output_tokens']} out) tokens",
+             f"KV cache: {r['kv_per_sequence_gib']:.3f} GiB per sequence, {r['kv_pool_gib']:.1f} GiB free → at most "
+             f"{r['max_concurrency']} sequences per replica"]
+    pt = r["point"]
+    if pt is None:
+        lines.append("no operating point: " + "; ".join(r["notes"]))
+        return "\n".join(lines)
+    band = r["capacity_band"]
+    lines += [f"operating point: {pt['batch']} in flight, TPOT {pt['tpot_ms']:.1f} ms, TTFT {pt['ttft_ms']:.0f} ms, "
+              f"{pt['requests_per_s']:.2f} req/s per replica"
+              + (f" (p10–p90 {band['low']:.2f}–{band['high']:.2f})" if band else ""),
+              f"fleet: {r['replicas']} replica(s) = {r['cards']} card(s), {r['utilization'] * 100:.0f} % utilized",
+              f"cost per 1M tokens [{r['currency']}] input / output: "
+              + ", ".join(f"{b} {_m(r['cost_per_1m_input'][b])} / {_m(r['cost_per_1m_output'][b])}"
+                          for b in r["cost_per_1m_input"]),
+              f"per month [{r['currency']}]: " + ", ".join(f"{b} {_m(v)}" for b, v in r["monthly_cost"].items())]
+    for a in r["apis"][:8]:
+        lines.append(f"API {a['provider']} {a['api_model']} ({a['tier']}): {a['input_per_1m']:.3f} / "
+                     f"{a['output_per_1m']:.3f} per 1M in/out → {a['monthly_cost']:,.0f} per month ({a['as_of']})")
+    lines += [f"note: {n}" for n in r["notes"]]
+    return "\n".join(lines)

@@ -1,0 +1,196 @@
+"""Serving at a target load: how many concurrent sequences fit, what one replica sustains within the
+latency targets, how many cards the load needs, and what each million input and output tokens costs —
+bought (amortized, with power) or rented in the user's market — next to the APIs people compare against.
+
+The model (continuous batching, one replica = ``gpus`` cards with tensor parallel):
+
+* **KV capacity**: the memory a replica has for KV cache (its usable memory less weights, activations and
+  the CUDA context — :mod:`gpucost.memory`) divided by one sequence's KV cache at ``input + output``
+  tokens gives the most concurrent sequences.
+* **Decode**: at ``b`` sequences in flight a decode step takes :func:`gpucost.speed.speed`'s step time
+  at batch ``b`` and an average KV length of ``input + output / 2``; the time per output token (TPOT) is
+  that step.
+* **Prefill**: a request's prompt (less the prefix-cache hits) takes ``input × (1 − hit) / prefill
+  tokens/s``; time to first token (TTFT) ≈ that prefill plus one decode step — without queueing, so a
+  replica is sized to stay well below saturation by the targets, not by queueing theory.
+* **Throughput**: each request holds the replica for its prefill and shares each decode step with
+  ``b − 1`` others: at most ``b / (b × prefill + output × step(b))`` requests per second. The largest ``b``
+  that fits memory and keeps TPOT within its target is the operating point.
+* **Cost** per 1M tokens: the fleet's hourly cost (every hour of the day; the fleet is sized for the peak)
+  split between input and output by the GPU time each takes, divided by the tokens of the average load.
+* **Uncertainty**: decode and prefill carry the cross-validated bands of :mod:`gpucost.bands`, so the
+  capacity has a p10–p90 range too.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from gpucost.bands import band
+from gpucost.catalog import Catalog
+from gpucost.economics import calendar_ownership, hourly_costs
+from gpucost.errors import GpucostError
+from gpucost.memory import Setup, estimate, usable_gib
+from gpucost.models import ModelSpec, model_id
+from gpucost.quant import QuantFormat
+from gpucost.records import Gpu
+from gpucost.serialize import Record
+from gpucost.speed import speed
+from gpucost.units import HOURS_PER_MONTH
+
+#: batch sizes tried for the operating point (and the largest that fits memory)
+BATCHES = (1, 2, 4, 8, 16, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024)
+
+
+@dataclass(frozen=True)
+class Load(Record):
+    """The traffic: requests per second on average, tokens per request, prefix-cache hit rate, and the
+    ratio of the peak hour to the average (the fleet is sized for the peak)."""
+
+    requests_per_s: float
+    input_tokens: int
+    output_tokens: int
+    prefix_hit: float = 0.0
+    peak_ratio: float = 1.0
+
+    def __post_init__(self) -> None:
+        checks = ((self.requests_per_s, 1e-6, 1e5, "requests per second"), (self.input_tokens, 1, 2_000_000,
+                  "input tokens"), (self.output_tokens, 1, 1_000_000, "output tokens"),
+                  (self.prefix_hit, 0, 0.99, "prefix-cache hit rate"), (self.peak_ratio, 1, 100, "peak ratio"))
+        for v, lo, hi, what in checks:
+            if not (isinstance(v, (int, float)) and math.isfinite(v) and lo <= v <= hi):
+                raise GpucostError(f"{what} must be between {lo:g} and {hi:g}, not {v}")
+
+
+@dataclass(frozen=True)
+class OperatingPoint(Record):
+    batch: int                   # sequences in flight per replica
+    tpot_ms: float
+    ttft_ms: float
+    requests_per_s: float        # what one replica sustains
+    decode_tokens_per_s: float
+
+
+@dataclass(frozen=True)
+class ServePlan(Record):
+    model: str
+    quant: str
+    gpu: str
+    gpus_per_replica: int
+    engine: str
+    load: Load
+    max_concurrency: int         # sequences whose KV cache fits one replica
+    kv_per_sequence_gib: float
+    kv_pool_gib: float
+    point: OperatingPoint | None
+    capacity_band: dict          # requests/s per replica at the band's p10 / p90
+    replicas: int | None
+    cards: int | None
+    utilization: float | None    # average load ÷ what the fleet sustains
+    cost_per_1m_input: dict      # basis (new, used, cloud) → currency per 1M input tokens
+    cost_per_1m_output: dict
+    monthly_cost: dict           # basis → currency per month for the fleet
+    currency: str
+    apis: list = field(default_factory=list)
+    notes: tuple[str, ...] = ()
+
+
+def _kv(spec: ModelSpec, fmt: QuantFormat, gpu: Gpu, gpus: int, engine: str, kv_dtype: str, load: Load):
+    s = Setup(mode="inference", context=load.input_tokens + load.output_tokens, batch=1, gpus=gpus, engine=engine,
+              kv_dtype=kv_dtype, prompt=load.input_tokens)
+    est = estimate(spec, fmt, s)
+    per_seq = est.per_gpu.kv_cache
+    pool = float(usable_gib(gpu.vram_gib, engine, "inference", gpus)) - (est.per_gpu.total - per_seq)
+    return per_seq, max(pool, 0.0)
+
+
+def plan_serving(spec: ModelSpec, fmt: QuantFormat, gpu: Gpu, load: Load, *, gpus: int = 1, engine: str = "vllm",
+                 kv_dtype: str = "fp16", ttft_ms: float | None = None, tpot_ms: float | None = None,
+                 catalog: Catalog | None = None, currency: str = "USD") -> ServePlan:
+    """The serving plan of ``load`` on replicas of ``gpus`` × ``gpu`` (see the module docstring)."""
+    catalog = catalog or Catalog()
+    notes = ["TTFT without queueing: size the targets with headroom (a replica near saturation queues)"]
+    per_seq, pool = _kv(spec, fmt, gpu, gpus, engine, kv_dtype, load)
+    max_conc = int(pool // per_seq) if per_seq > 0 else 0
+    hit = load.prefix_hit
+    ctx = load.input_tokens + load.output_tokens // 2
+    point = None
+    if max_conc >= 1:
+        first = speed(spec, fmt, gpu, gpus=gpus, batch=1, context=max(load.input_tokens, 1), engine=engine,
+                      kv_dtype=kv_dtype, catalog=catalog)
+        if first.prefill_tokens_per_s is None:
+            raise GpucostError(f"{gpu.id} has no dense throughput figure: no prefill time")
+        prefill_s = load.input_tokens * (1 - hit) / first.prefill_tokens_per_s
+        for b in sorted({*(x for x in BATCHES if x <= max_conc), min(max_conc, BATCHES[-1])}):
+            sp = speed(spec, fmt, gpu, gpus=gpus, batch=b, context=ctx, engine=engine, kv_dtype=kv_dtype,
+                       catalog=catalog)
+            step = sp.step_ms / 1e3
+            ttft = (prefill_s + step) * 1e3
+            if (tpot_ms is not None and sp.step_ms > tpot_ms) or (ttft_ms is not None and ttft > ttft_ms):
+                continue
+            rps = b / (b * prefill_s + load.output_tokens * step)
+            if point is None or rps > point.requests_per_s:
+                point = OperatingPoint(batch=b, tpot_ms=sp.step_ms, ttft_ms=ttft, requests_per_s=rps,
+                                       decode_tokens_per_s=sp.decode_tokens_per_s)
+    else:
+        notes.append(f"one sequence of {load.input_tokens + load.output_tokens} tokens does not fit "
+                     f"{gpus} × {gpu.id} next to the weights")
+    empty: dict = {}
+    if point is None:
+        if max_conc >= 1:
+            notes.append("no batch size meets the latency targets on this card")
+        return ServePlan(spec.id, fmt.id, gpu.id, gpus, engine, load, max_conc, per_seq, pool, None, empty, None,
+                         None, None, empty, empty, empty, currency.upper(), _apis(spec, load, catalog, currency),
+                         tuple(notes))
+    dec = band("decode_speed", engine, catalog)
+    capacity = {"low": point.requests_per_s * dec.p10, "high": point.requests_per_s * dec.p90} if dec else {}
+    replicas = max(1, math.ceil(load.requests_per_s * load.peak_ratio / point.requests_per_s))
+    cards = replicas * gpus
+    util = load.requests_per_s / (replicas * point.requests_per_s)
+    # GPU time per request: its prefill, and its share of the decode steps
+    t_in = point.ttft_ms / 1e3 - point.tpot_ms / 1e3     # the prefill
+    t_out = load.output_tokens * point.tpot_ms / 1e3 / point.batch
+    share_in = t_in / (t_in + t_out)
+    tok_in_h = load.requests_per_s * load.input_tokens * 3600
+    tok_out_h = load.requests_per_s * load.output_tokens * 3600
+    cost_in: dict[str, float | None] = {}
+    cost_out: dict[str, float | None] = {}
+    monthly: dict[str, float | None] = {}
+    for basis, h in hourly_costs(catalog, gpu.id, currency, calendar_ownership()).items():
+        if h.per_hour is None:
+            cost_in[basis] = cost_out[basis] = monthly[basis] = None
+            continue
+        fleet_h = h.per_hour * cards
+        cost_in[basis] = fleet_h * share_in / tok_in_h * 1e6
+        cost_out[basis] = fleet_h * (1 - share_in) / tok_out_h * 1e6
+        monthly[basis] = fleet_h * HOURS_PER_MONTH
+    return ServePlan(spec.id, fmt.id, gpu.id, gpus, engine, load, max_conc, per_seq, pool, point, capacity, replicas,
+                     cards, util, cost_in, cost_out, monthly, currency.upper(), _apis(spec, load, catalog, currency),
+                     tuple(notes))
+
+
+def _apis(spec: ModelSpec, load: Load, catalog: Catalog, currency: str) -> list[dict]:
+    """API prices for this model (data/api_prices.csv rows whose comparable model is it), converted to
+    ``currency``, with the monthly bill of the same average load."""
+    table = catalog.table("api_prices")
+    out = []
+    tok_month_in = load.requests_per_s * load.input_tokens * 3600 * HOURS_PER_MONTH
+    tok_month_out = load.requests_per_s * load.output_tokens * 3600 * HOURS_PER_MONTH
+    for r in table.to_dict(orient="records"):
+        comp = str(r.get("comparable_model") or "")
+        if not comp or model_id(comp, catalog) != spec.id:
+            continue
+        rate = catalog.convert(1.0, str(r["currency"]), currency.upper())
+        cached = r.get("cached_input_per_mtok")
+        cached = float(cached) if cached == cached and cached is not None else float(r["input_per_mtok"])
+        per_in = (1 - load.prefix_hit) * float(r["input_per_mtok"]) + load.prefix_hit * cached
+        monthly = (per_in * tok_month_in + float(r["output_per_mtok"]) * tok_month_out) / 1e6 * rate
+        out.append({"provider": r["provider"], "api_model": r["api_model"], "tier": r.get("tier") or "",
+                    "input_per_1m": float(r["input_per_mtok"]) * rate, "cached_input_per_1m": cached * rate,
+                    "output_per_1m": float(r["output_per_mtok"]) * rate, "monthly_cost": monthly,
+                    "as_of": str(r["as_of"]), "source": r["source"]})
+    return sorted(out, key=lambda a: a["monthly_cost"])
+
+
+__all__ = ["Load", "OperatingPoint", "ServePlan", "plan_serving"]
