@@ -31,11 +31,13 @@ from gpucost.bands import band
 from gpucost.catalog import Catalog
 from gpucost.economics import calendar_ownership, hourly_costs
 from gpucost.errors import GpucostError
+from gpucost.i18n import Message
 from gpucost.memory import Setup, estimate, usable_gib
 from gpucost.models import ModelSpec, model_id
 from gpucost.quant import QuantFormat
 from gpucost.records import Gpu
 from gpucost.serialize import Record
+from gpucost.specs import SPECS
 from gpucost.speed import speed
 from gpucost.units import HOURS_PER_MONTH
 
@@ -54,13 +56,9 @@ class Load(Record):
     prefix_hit: float = 0.0
     peak_ratio: float = 1.0
 
-    def __post_init__(self) -> None:
-        checks = ((self.requests_per_s, 1e-6, 1e5, "requests per second"), (self.input_tokens, 1, 2_000_000,
-                  "input tokens"), (self.output_tokens, 1, 1_000_000, "output tokens"),
-                  (self.prefix_hit, 0, 0.99, "prefix-cache hit rate"), (self.peak_ratio, 1, 100, "peak ratio"))
-        for v, lo, hi, what in checks:
-            if not (isinstance(v, (int, float)) and math.isfinite(v) and lo <= v <= hi):
-                raise GpucostError(f"{what} must be between {lo:g} and {hi:g}, not {v}")
+    def __post_init__(self) -> None:  # the shared bounds (gpucost.specs): the CLI's and the page's
+        for name in ("requests_per_s", "input_tokens", "output_tokens", "prefix_hit", "peak_ratio"):
+            SPECS[name].check(getattr(self, name), name)
 
 
 @dataclass(frozen=True)
@@ -110,7 +108,7 @@ def plan_serving(spec: ModelSpec, fmt: QuantFormat, gpu: Gpu, load: Load, *, gpu
                  catalog: Catalog | None = None, currency: str = "USD") -> ServePlan:
     """The serving plan of ``load`` on replicas of ``gpus`` × ``gpu`` (see the module docstring)."""
     catalog = catalog or Catalog()
-    notes = ["TTFT without queueing: size the targets with headroom (a replica near saturation queues)"]
+    notes: list = [Message("sv_note_queue")]
     per_seq, pool = _kv(spec, fmt, gpu, gpus, engine, kv_dtype, load)
     max_conc = int(pool // per_seq) if per_seq > 0 else 0
     hit = load.prefix_hit
@@ -134,12 +132,11 @@ def plan_serving(spec: ModelSpec, fmt: QuantFormat, gpu: Gpu, load: Load, *, gpu
                 point = OperatingPoint(batch=b, tpot_ms=sp.step_ms, ttft_ms=ttft, requests_per_s=rps,
                                        decode_tokens_per_s=sp.decode_tokens_per_s)
     else:
-        notes.append(f"one sequence of {load.input_tokens + load.output_tokens} tokens does not fit "
-                     f"{gpus} × {gpu.id} next to the weights")
+        notes.append(Message("sv_note_nofit", tokens=load.input_tokens + load.output_tokens, n=gpus, card=gpu.id))
     empty: dict = {}
     if point is None:
         if max_conc >= 1:
-            notes.append("no batch size meets the latency targets on this card")
+            notes.append(Message("sv_note_targets"))
         return ServePlan(spec.id, fmt.id, gpu.id, gpus, engine, load, max_conc, per_seq, pool, None, empty, None,
                          None, None, empty, empty, empty, currency.upper(), _apis(spec, load, catalog, currency),
                          tuple(notes))

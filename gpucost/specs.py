@@ -256,6 +256,17 @@ SPECS: Mapping[str, Spec] = {
     "monte_carlo_draws": Spec("int", 10_000, ge=0, le=200_000, unit="draws", help="Monte Carlo draws (0: none)"),
     "seed": Spec("int", 0, ge=0, le=2**32 - 1, help="random seed"),
     "tokens_per_s": Spec("float", None, gt=0, le=1e9, unit="tokens/s", optional=True),
+    # serving a load (gpucost.serving)
+    "requests_per_s": Spec("float", 1.0, gt=0, le=1e5, unit="requests/s", help="average requests per second"),
+    "input_tokens": Spec("int", 1000, ge=1, le=2_000_000, unit="tokens", suffixes=True,
+                         help="input (prompt) tokens per request"),
+    "output_tokens": Spec("int", 200, ge=1, le=1_000_000, unit="tokens", suffixes=True,
+                          help="output tokens per request"),
+    "prefix_hit": Spec("float", 0.0, ge=0, le=0.99, step=0.05,
+                       help="share of input tokens served from the prefix cache"),
+    "peak_ratio": Spec("float", 1.0, ge=1, le=100, help="peak ÷ average load; the fleet is sized for the peak"),
+    "ttft_ms": Spec("float", None, gt=0, le=600_000, unit="ms", optional=True, help="target time to first token"),
+    "tpot_ms": Spec("float", None, gt=0, le=60_000, unit="ms", optional=True, help="target time per output token"),
 }
 
 

@@ -92,3 +92,20 @@ def test_cli_answers_and_refuses_bad_loads():
     for bad, frag in ((("--rps", "0"), "--rps"), (("--rps", "1", "--prefix-hit", "1.5"), "--prefix-hit")):
         q = run_cli("serve", "--model", "llama-3.1-8b", "--gpu", "rtx-4090", *bad)
         assert q.returncode == 2 and q.stderr.count("\n") == 1 and frag in q.stderr
+
+
+@pytest.mark.notebook
+@pytest.mark.timeout(300)
+def test_page_07_answers_like_the_cli(tmp_path):
+    from tests.conftest import run_notebook
+
+    rec = run_notebook("07_serving.ipynb", {"gpu": "rtx-4090", "requests_per_s": 2.0, "tpot_ms": 30.0}, tmp_path)
+    assert rec["error"] is None and not rec["stale"]
+    p = run_cli("serve", "--model", "llama-3.1-8b", "--gpu", "rtx-4090", "--rps", "2", "--tpot-ms", "30", "--json")
+    cli = json.loads(p.stdout)
+    page = rec["plan"]
+    assert page["cards"] == cli["cards"] and page["point"]["batch"] == cli["point"]["batch"]
+    assert page["cost_per_1m_output"]["cloud"] == pytest.approx(cli["cost_per_1m_output"]["cloud"])
+    assert "serve this load" in rec["summary"]
+    zh = run_notebook("07_serving.ipynb", {"lang": "zh", "tpot_ms": 0.5}, tmp_path)
+    assert zh["currency"] == "CNY" and "找不到可行的运行点" in zh["summary"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from gpucost.commands import add_spec, bounded
+from gpucost.commands import add_spec
 from gpucost.specs import DEFAULTS, ENGINES
 
 NAME = "serve"
@@ -19,18 +19,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--engine", default=None, choices=ENGINES, help=f"default: llama.cpp for GGUF, else {DEFAULTS.engine}")
     p.add_argument("--quant", default="bf16", metavar="Q", help="weight format (default bf16)")
     p.add_argument("--kv-dtype", default="fp16", choices=["fp16", "bf16", "fp8"], help="KV-cache element type")
-    p.add_argument("--rps", type=bounded(0, 1e5, "requests/s", lo_open=True), required=True, metavar="R",
-                   help="average requests per second")
-    p.add_argument("--peak-ratio", type=bounded(1, 100), default=1.0, metavar="X",
-                   help="peak ÷ average load; the fleet is sized for the peak (default 1)")
-    p.add_argument("--input-tokens", type=bounded(1, 2_000_000, "tokens", whole=True), default=1000, metavar="N")
-    p.add_argument("--output-tokens", type=bounded(1, 1_000_000, "tokens", whole=True), default=200, metavar="N")
-    p.add_argument("--prefix-hit", type=bounded(0, 0.99), default=0.0, metavar="F",
-                   help="share of input tokens served from the prefix cache (0-0.99)")
-    p.add_argument("--ttft-ms", type=bounded(0, 600_000, "ms", lo_open=True), default=None, metavar="MS",
-                   help="target time to first token")
-    p.add_argument("--tpot-ms", type=bounded(0, 60_000, "ms", lo_open=True), default=None, metavar="MS",
-                   help="target time per output token")
+    add_spec(p, "--rps", "requests_per_s", metavar="R")
+    add_spec(p, "--peak-ratio", "peak_ratio", metavar="X")
+    add_spec(p, "--input-tokens", "input_tokens")
+    add_spec(p, "--output-tokens", "output_tokens")
+    add_spec(p, "--prefix-hit", "prefix_hit", metavar="F")
+    add_spec(p, "--ttft-ms", "ttft_ms", metavar="MS")
+    add_spec(p, "--tpot-ms", "tpot_ms", metavar="MS")
     p.add_argument("--currency", default=DEFAULTS.currency, metavar="C")
     p.add_argument("--json", action="store_true", help="print JSON")
 

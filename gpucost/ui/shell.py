@@ -38,6 +38,7 @@ PAGES = {
     "probe": ("04_gpu_probe.ipynb", "nav_probe"),
     "plan": ("05_sharing_and_scaling.ipynb", "nav_plan"),
     "claims": ("06_rules_of_thumb.ipynb", "nav_claims"),
+    "serve": ("07_serving.ipynb", "nav_serve"),
 }
 RECORD_MIME = "application/vnd.gpucost+json"
 _CODE = re.compile(r"`([^`]+)`")

@@ -1,0 +1,137 @@
+"""Page 07 — serving: what does it cost to serve our traffic, how many cards, and is an API cheaper?"""
+
+from __future__ import annotations
+
+import html
+
+import ipywidgets as w
+
+from gpucost.errors import GpucostError
+from gpucost.fmt import fmt_money
+from gpucost.i18n import localize
+from gpucost.memory import ENGINE_PROFILES
+from gpucost.models import catalog_spec
+from gpucost.quant import formats
+from gpucost.records import gpu_records
+from gpucost.serving import Load, plan_serving
+from gpucost.specs import SPECS
+from gpucost.ui.shell import Page
+
+BASES = ("cloud", "new", "used")
+
+
+class ServingPage(Page):
+    page_id = "serve"
+
+    def __init__(self, model: str = "llama-3.1-8b", quant: str = "bf16", engine: str = "vllm",
+                 gpu: str = "h100-sxm", gpus: int = 1, requests_per_s: float = 2.0, input_tokens: int = 1000,
+                 output_tokens: int = 200, prefix_hit: float = 0.0, peak_ratio: float = 1.0,
+                 ttft_ms: float | None = None, tpot_ms: float | None = 50.0, lang: str = "en",
+                 currency: str | None = None, catalog=None):
+        self._init = dict(model=model, quant=quant, engine=engine, gpu=gpu, gpus=gpus, requests_per_s=requests_per_s,
+                          input_tokens=input_tokens, output_tokens=output_tokens, prefix_hit=prefix_hit,
+                          peak_ratio=peak_ratio, ttft_ms=ttft_ms, tpot_ms=tpot_ms)
+        self.plan = None
+        super().__init__(lang=lang, currency=currency, catalog=catalog)
+
+    def build(self) -> None:
+        i, cat = self._init, self.catalog
+        models = [m for m, k in zip(cat.table("models")["id"], cat.table("models")["kind"], strict=True) if k == "llm"]
+        self.model = w.Dropdown(options=models, value=i["model"] if i["model"] in models else models[0],
+                                layout=w.Layout(width="95%"))
+        self.model.add_class("gc-serve-model")
+        fmts = list(formats(cat))
+        self.quant = w.Dropdown(options=fmts, value=i["quant"] if i["quant"] in fmts else "bf16",
+                                layout=w.Layout(width="95%"))
+        self.quant.add_class("gc-serve-quant")
+        engines = list(ENGINE_PROFILES)
+        self.engine = w.Dropdown(options=engines, value=i["engine"] if i["engine"] in engines else "vllm",
+                                 layout=w.Layout(width="95%"))
+        self.engine.add_class("gc-serve-engine")
+        gpus = cat.gpus
+        options = list(zip(gpus["name"], gpus["id"], strict=True))
+        try:
+            gid = cat.gpu_id(i["gpu"])
+        except GpucostError:
+            gid = "h100-sxm"
+        self.card = w.Dropdown(options=options, value=gid, layout=w.Layout(width="95%"))
+        self.card.add_class("gc-serve-card")
+        fields = [self.spec_field(k, SPECS[k], i[k], f"sv_{k}", css=f"gc-serve-{k.replace('_', '-')}")
+                  for k in ("gpus", "requests_per_s", "input_tokens", "output_tokens", "prefix_hit", "peak_ratio",
+                            "ttft_ms", "tpot_ms")]
+        self.inputs.children = [self.field("sv_model", self.model), self.field("sv_quant", self.quant),
+                                self.field("sv_engine", self.engine), self.field("sv_card", self.card), *fields,
+                                *self.shell_inputs()]
+        self.summary = w.HTML()
+        self.summary.add_class("gc-summary")
+        self.details = w.HTML()
+        self.details.add_class("gc-table")
+        self.apis_html = w.HTML()
+        self.apis_html.add_class("gc-table")
+        self.results.children = [self.summary, self.details, self.apis_html]
+        for wid in (self.model, self.quant, self.engine, self.card):
+            wid.observe(lambda _: self.safe_refresh(), names="value")
+
+    def url_widgets(self) -> dict:
+        return {"model": self.model, "quant": self.quant, "engine": self.engine, "gpu": self.card}
+
+    def refresh(self) -> None:
+        cat = self.catalog
+        spec = catalog_spec(self.model.value, cat)
+        fmt = formats(cat)[self.quant.value]
+        load = Load(self.val("requests_per_s"), self.val("input_tokens"), self.val("output_tokens"),
+                    self.val("prefix_hit"), self.val("peak_ratio"))
+        self.plan = plan_serving(spec, fmt, gpu_records(cat)[self.card.value], load, gpus=self.val("gpus"),
+                                 engine=self.engine.value, ttft_ms=self.val("ttft_ms"), tpot_ms=self.val("tpot_ms"),
+                                 catalog=cat, currency=self.state.currency)
+        self._draw()
+
+    def _money(self, v) -> str:
+        return "—" if v is None else fmt_money(v, self.state.currency)
+
+    def _draw(self) -> None:
+        p, t = self.plan, self.t
+        notes = "".join(f"<br>{html.escape(localize(n, self.state.lang))}" for n in p.notes)
+        if p.point is None:
+            self.summary.value = (f"<p class='gc-answer'><b>{html.escape(t('sv_none', card=p.gpu, n=p.gpus_per_replica))}"
+                                  f"</b></p><p class='gc-help'>{notes}</p>")
+            self.details.value = self.apis_html.value = ""
+            return
+        pt = p.point
+        best = next((b for b in BASES if p.cost_per_1m_output.get(b) is not None), None)
+        answer = t("sv_answer", cards=p.cards, replicas=p.replicas, n=p.gpus_per_replica, card=self.card.label,
+                   util=f"{p.utilization * 100:.0f}", tpot=f"{pt.tpot_ms:.0f}", ttft=f"{pt.ttft_ms:,.0f}")
+        if best:
+            answer += " " + t("sv_answer_cost", basis=t(f"sv_basis_{best}"),
+                              cin=self._money(p.cost_per_1m_input[best]), cout=self._money(p.cost_per_1m_output[best]),
+                              month=self._money(p.monthly_cost[best]))
+        if p.apis:
+            a = p.apis[0]
+            answer += " " + t("sv_answer_api", api=f"{a['provider']} {a['api_model']}", month=self._money(a["monthly_cost"]))
+        band = p.capacity_band
+        self.summary.value = (f"<p class='gc-answer'><b>{html.escape(answer)}</b></p><p class='gc-help'>"
+                              + html.escape(t("sv_capacity", batch=pt.batch, rps=f"{pt.requests_per_s:.2f}",
+                                              low=f"{band.get('low', 0):.2f}", high=f"{band.get('high', 0):.2f}",
+                                              conc=p.max_concurrency, kv=f"{p.kv_per_sequence_gib:.3f}"))
+                              + notes + "</p>")
+        heads = [t("sv_col_basis"), t("sv_col_in"), t("sv_col_out"), t("sv_col_month")]
+        rows = "".join(f"<tr><td class='gc-l'>{html.escape(t(f'sv_basis_{b}'))}</td>"
+                       f"<td>{self._money(p.cost_per_1m_input.get(b))}</td><td>{self._money(p.cost_per_1m_output.get(b))}</td>"
+                       f"<td>{self._money(p.monthly_cost.get(b))}</td></tr>" for b in BASES)
+        self.details.value = ("<table><thead><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in heads)
+                              + f"</tr></thead><tbody>{rows}</tbody></table>")
+        aheads = [t("sv_col_api"), t("sv_col_in"), t("sv_col_out"), t("sv_col_month"), t("sv_col_asof")]
+        arows = "".join(f"<tr><td class='gc-l'>{html.escape(a['provider'] + ' ' + a['api_model'])}</td>"
+                        f"<td>{self._money(a['input_per_1m'])}</td><td>{self._money(a['output_per_1m'])}</td>"
+                        f"<td>{self._money(a['monthly_cost'])}</td><td>{html.escape(a['as_of'])}</td></tr>"
+                        for a in p.apis[:12])
+        self.apis_html.value = (f"<p class='gc-help'>{html.escape(t('sv_apis_help'))}</p>" if not p.apis else
+                                "<div class='gc-wide'><table><thead><tr>"
+                                + "".join(f"<th>{html.escape(h)}</th>" for h in aheads)
+                                + f"</tr></thead><tbody>{arows}</tbody></table></div>")
+
+    def results_record(self) -> dict:
+        rec = super().results_record()
+        if self.plan is not None:
+            rec.update({"plan": self.plan.to_dict(), "summary": self.summary.value})
+        return rec
