@@ -69,7 +69,7 @@ CANN HIP Vulkan AWS GCP Azure Lambda RunPod Vast Kubernetes ConfigMap mig parted
 Young Daly Monte Carlo P10 P50 P90 Pareto GeForce RTX Ti SUPER Quadro Tesla Instinct Radeon Gaudi Ascend NVIDIA AMD
 Intel Huawei Ada Hopper Blackwell Ampere Turing Volta Ampere Lovelace PRO Max Blackwell PCIe5 H100 H200 H20 B200
 B300 A100 A800 L40S L40 L4 T4 A10 A30 A40 MI300X MI325X MI250X MI210 demo DEMO IDLE OK tp pp dp zero1 zero2 zero3
-cpu nvme auto PC SM Operator Spot English PyTorch Prometheus DCGM Grafana Voila Jupyter JupyterLab Binder SkyPilot gpuhunt ECB
+cpu nvme auto PC SM Operator Spot ms English PyTorch Prometheus DCGM Grafana Voila Jupyter JupyterLab Binder SkyPilot gpuhunt ECB
 """.split())
 #: product and tool names written in lower case
 LOWER_OK = {"vllm", "tensorrt-llm", "llama.cpp", "transformers", "torchtune", "token", "tokens", "gpucost",
@@ -107,7 +107,8 @@ def catalog_words() -> set[str]:
               (cat.table("models"), ("id", "name", "family", "hf_repo")),
               # what a format's perplexity was measured on is cited as its source words it
               (cat.table("quant_formats"), ("id", "name", "ppl_delta_model")),
-              (cat.offers, ("provider", "InstanceType", "Region"))]
+              (cat.offers, ("provider", "InstanceType", "Region")),
+              (cat.table("api_prices"), ("provider", "api_model"))]
     for df, cols in tables:
         for col in cols:
             if col in df.columns:
