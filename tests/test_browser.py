@@ -214,7 +214,7 @@ def test_charts_draw_without_gpucost_template_as_in_jupyterlab(page):
     # this starts one with Voila's own "lab" template.
     from .browser import VoilaServer
 
-    lab = VoilaServer(extra_args=["--template=lab"])
+    lab = VoilaServer(pool_size=0, extra_args=["--template=lab"])  # no preheated kernels: one visit
     try:
         page.goto(lab.page("01_card_choice.ipynb"))
         wait_ready(page)
