@@ -149,15 +149,21 @@ def settle(page) -> None:
 
 @pytest.mark.parametrize("nb", PAGES)
 def test_every_page_holds_its_layout_at_both_sizes_and_speaks_chinese(server_browser, nb):
+    # one visit per page, as a user who turns the phone and switches the language would: laptop and phone in
+    # English, the language switch, then phone and laptop in Chinese (a fresh visit per combination took four
+    # kernel starts per page; ?lang=zh on arrival is tested in test_language_and_currency_persist_...)
     server, browser = server_browser
     allowed = ALLOWED | catalog_words()
     problems = []
-    for size in SIZES:
-        for lang in ("en", "zh"):
-            ctx, page = open_page(browser, server, nb, size, lang=lang)
-            try:
-                if lang == "zh":
-                    page.wait_for_function("() => document.querySelector('.gc-nav').innerText.includes('选卡')")
+    ctx, page = open_page(browser, server, nb, "laptop", lang="en")
+    try:
+        for lang, sizes in (("en", ("laptop", "phone")), ("zh", ("phone", "laptop"))):
+            if lang == "zh":
+                page.click(".gc-lang button:has-text('简体中文')")
+                page.wait_for_function("() => document.querySelector('.gc-nav').innerText.includes('选卡')")
+            for size in sizes:
+                w, h = SIZES[size]
+                page.set_viewport_size({"width": w, "height": h})
                 settle(page)
                 assert_no_traceback(page)
                 shot(page, f"{nb.replace('.ipynb', '')}-{size}-{lang}")
@@ -167,8 +173,8 @@ def test_every_page_holds_its_layout_at_both_sizes_and_speaks_chinese(server_bro
                     left = sorted({w for w in WORD.findall(text) if not _allowed(w, allowed)})
                     if left:
                         problems.append(f"{size}/zh: untranslated: {', '.join(left[:40])}")
-            finally:
-                ctx.close()
+    finally:
+        ctx.close()
     assert not problems, "\n".join(problems)
 
 
