@@ -113,3 +113,11 @@ def browser_page(chromium_browser):
     pg.set_default_timeout(120000)
     yield pg
     ctx.close()
+
+
+# hypothesis: the same cases on every run (a CI failure can be re-run), and no example database written
+# into the repository (tests leave no trace)
+from hypothesis import settings as _hypothesis_settings  # noqa: E402
+
+_hypothesis_settings.register_profile("gpucost", derandomize=True, database=None, print_blob=True)
+_hypothesis_settings.load_profile("gpucost")

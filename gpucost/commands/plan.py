@@ -79,7 +79,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="commitment discount [%%] (default: the 1-year discount of tco_defaults.csv)")
     c.add_argument("--price", type=bounded(0, 10_000, "per GPU-hour", lo_open=True), default=None, help="on-demand price per GPU-hour (default: catalog)")
     c.add_argument("--spot-price", type=bounded(0, 10_000, "per GPU-hour", lo_open=True), default=None, help="spot price per GPU-hour (default: catalog)")
-    c.add_argument("--seed", type=int, default=0, help="random seed of the spot interruptions")
+    add_spec(c, "--seed", "seed", help="random seed of the spot interruptions")
     c.add_argument("--json", action="store_true", help="print JSON")
 
 
