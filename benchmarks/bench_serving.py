@@ -1,5 +1,6 @@
 """Serving engine: one plan (KV capacity, operating point over the batch sizes, replicas, costs, APIs) and
-`gpucost serve --json` end to end. Target: one plan well under a page's 300 ms answer budget.
+`gpucost serve --json` end to end; the "what fits" table. Target: each well under a page's 300 ms answer
+budget (page 07 computes both on every change).
 
 Run: .venv/bin/python benchmarks/bench_serving.py
 """
@@ -17,7 +18,7 @@ from gpucost.catalog import Catalog  # noqa: E402
 from gpucost.models import catalog_spec  # noqa: E402
 from gpucost.quant import get_format  # noqa: E402
 from gpucost.records import gpu  # noqa: E402
-from gpucost.serving import Load, plan_serving  # noqa: E402
+from gpucost.serving import Load, fit_table, plan_serving  # noqa: E402
 
 
 def main() -> None:
@@ -31,6 +32,9 @@ def main() -> None:
     big = catalog_spec("llama-3.1-70b", cat)
     measure("plan_serving (llama-3.1-70b, 4 × H100, no target)",
             lambda: plan_serving(big, fmt, h100, Load(20, 2000, 400), gpus=4, catalog=cat), repeat=30, target_ms=300)
+    rtx = gpu(cat, "rtx-4090")
+    measure("fit_table (llama-3.1-8b, RTX 4090: 9 contexts, 9 concurrencies by bisection)",
+            lambda: fit_table(spec, fmt, rtx), repeat=30, target_ms=300)
     measure("gpucost serve --json (subprocess, end to end)",
             lambda: subprocess.run([sys.executable, "-m", "gpucost", "serve", "--model", "llama-3.1-8b", "--gpu",
                                     "h100-sxm", "--rps", "5", "--json"], check=True, capture_output=True),

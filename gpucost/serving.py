@@ -92,15 +92,97 @@ class ServePlan(Record):
     currency: str
     apis: list = field(default_factory=list)
     notes: tuple[str, ...] = ()
+    #: basis → the average load [requests/s] above which one replica costs less than the cheapest API of the
+    #: same model, and the replica's utilization at that load (> 1: the API is cheaper even at full load)
+    break_even: dict = field(default_factory=dict)
 
 
-def _kv(spec: ModelSpec, fmt: QuantFormat, gpu: Gpu, gpus: int, engine: str, kv_dtype: str, load: Load):
-    s = Setup(mode="inference", context=load.input_tokens + load.output_tokens, batch=1, gpus=gpus, engine=engine,
-              kv_dtype=kv_dtype, prompt=load.input_tokens)
+def kv_capacity(spec: ModelSpec, fmt: QuantFormat, gpu: Gpu, *, context: int, prompt: int | None = None,
+                gpus: int = 1, engine: str = "vllm", kv_dtype: str = "fp16") -> tuple[float, float]:
+    """One sequence's KV cache at ``context`` tokens and the memory a replica of ``gpus`` × ``gpu`` has left
+    for KV cache (usable memory less weights, activations and context), both GiB per card."""
+    s = Setup(mode="inference", context=context, batch=1, gpus=gpus, engine=engine, kv_dtype=kv_dtype,
+              prompt=context if prompt is None else prompt)
     est = estimate(spec, fmt, s)
     per_seq = est.per_gpu.kv_cache
     pool = float(usable_gib(gpu.vram_gib, engine, "inference", gpus)) - (est.per_gpu.total - per_seq)
     return per_seq, max(pool, 0.0)
+
+
+def _kv(spec: ModelSpec, fmt: QuantFormat, gpu: Gpu, gpus: int, engine: str, kv_dtype: str, load: Load):
+    return kv_capacity(spec, fmt, gpu, context=load.input_tokens + load.output_tokens, prompt=load.input_tokens,
+                       gpus=gpus, engine=engine, kv_dtype=kv_dtype)
+
+
+#: context lengths and concurrencies of the "what fits" table
+FIT_CONTEXTS = (2048, 4096, 8192, 16384, 32768, 65536, 131072, 262144, 1048576)
+FIT_CONCURRENCY = (1, 2, 4, 8, 16, 32, 64, 128, 256)
+
+
+@dataclass(frozen=True)
+class FitRow(Record):
+    context: int
+    kv_per_sequence_gib: float
+    kv_pool_gib: float
+    max_concurrency: int         # sequences of this length whose KV cache fits at once
+
+
+@dataclass(frozen=True)
+class ConcurrencyRow(Record):
+    concurrency: int
+    longest_context: int         # tokens per sequence (prompt + output) when this many run at once; 0: none
+
+
+@dataclass(frozen=True)
+class FitTable(Record):
+    """What fits one replica before anything is downloaded: per context length the most concurrent
+    sequences, and per number of concurrent users the longest context (up to the model's maximum)."""
+
+    model: str
+    quant: str
+    gpu: str
+    gpus_per_replica: int
+    engine: str
+    kv_dtype: str
+    max_context: int
+    by_context: tuple[FitRow, ...]
+    by_concurrency: tuple[ConcurrencyRow, ...]
+
+
+def _concurrency(spec: ModelSpec, fmt: QuantFormat, gpu: Gpu, ctx: int, gpus: int, engine: str, kv_dtype: str) -> int:
+    per_seq, pool = kv_capacity(spec, fmt, gpu, context=ctx, gpus=gpus, engine=engine, kv_dtype=kv_dtype)
+    return int(pool // per_seq) if per_seq > 0 else 0
+
+
+def longest_context(spec: ModelSpec, fmt: QuantFormat, gpu: Gpu, concurrency: int, *, gpus: int = 1,
+                    engine: str = "vllm", kv_dtype: str = "fp16", limit: int | None = None) -> int:
+    """The longest context [tokens] at which ``concurrency`` sequences fit at once (0: not even 1 token;
+    capped at ``limit``, by default the model's maximum context): exact, by bisection on whole tokens."""
+    hi = limit or spec.max_context or FIT_CONTEXTS[-1]
+    if _concurrency(spec, fmt, gpu, hi, gpus, engine, kv_dtype) >= concurrency:
+        return hi
+    lo = 0  # invariant: lo fits (0 trivially), hi does not
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if _concurrency(spec, fmt, gpu, mid, gpus, engine, kv_dtype) >= concurrency:
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+def fit_table(spec: ModelSpec, fmt: QuantFormat, gpu: Gpu, *, gpus: int = 1, engine: str = "vllm",
+              kv_dtype: str = "fp16") -> FitTable:
+    """The inverse of :func:`plan_serving`'s capacity: see :class:`FitTable`."""
+    top = spec.max_context or FIT_CONTEXTS[-1]
+    contexts = [c for c in FIT_CONTEXTS if c < top] + [top]
+    rows = []
+    for c in contexts:
+        per_seq, pool = kv_capacity(spec, fmt, gpu, context=c, gpus=gpus, engine=engine, kv_dtype=kv_dtype)
+        rows.append(FitRow(c, per_seq, pool, int(pool // per_seq) if per_seq > 0 else 0))
+    conc = tuple(ConcurrencyRow(n, longest_context(spec, fmt, gpu, n, gpus=gpus, engine=engine, kv_dtype=kv_dtype))
+                 for n in FIT_CONCURRENCY)
+    return FitTable(spec.id, fmt.id, gpu.id, gpus, engine, kv_dtype, top, tuple(rows), conc)
 
 
 def plan_serving(spec: ModelSpec, fmt: QuantFormat, gpu: Gpu, load: Load, *, gpus: int = 1, engine: str = "vllm",
@@ -162,9 +244,17 @@ def plan_serving(spec: ModelSpec, fmt: QuantFormat, gpu: Gpu, load: Load, *, gpu
         cost_in[basis] = fleet_h * share_in / tok_in_h * 1e6
         cost_out[basis] = fleet_h * (1 - share_in) / tok_out_h * 1e6
         monthly[basis] = fleet_h * HOURS_PER_MONTH
+    apis = _apis(spec, load, catalog, currency)
+    even: dict[str, dict] = {}
+    if apis:
+        api_per_rps = apis[0]["monthly_cost"] / load.requests_per_s  # the bill is linear in the load
+        for basis, h in hourly_costs(catalog, gpu.id, currency, calendar_ownership()).items():
+            if h.per_hour is not None and api_per_rps > 0:
+                rps = h.per_hour * gpus * HOURS_PER_MONTH / api_per_rps
+                even[basis] = {"requests_per_s": rps, "utilization": rps / point.requests_per_s,
+                               "api": f"{apis[0]['provider']} {apis[0]['api_model']}"}
     return ServePlan(spec.id, fmt.id, gpu.id, gpus, engine, load, max_conc, per_seq, pool, point, capacity, replicas,
-                     cards, util, cost_in, cost_out, monthly, currency.upper(), _apis(spec, load, catalog, currency),
-                     tuple(notes))
+                     cards, util, cost_in, cost_out, monthly, currency.upper(), apis, tuple(notes), even)
 
 
 def _apis(spec: ModelSpec, load: Load, catalog: Catalog, currency: str) -> list[dict]:
@@ -190,4 +280,5 @@ def _apis(spec: ModelSpec, load: Load, catalog: Catalog, currency: str) -> list[
     return sorted(out, key=lambda a: a["monthly_cost"])
 
 
-__all__ = ["Load", "OperatingPoint", "ServePlan", "plan_serving"]
+__all__ = ["FitTable", "Load", "OperatingPoint", "ServePlan", "fit_table", "kv_capacity", "longest_context",
+           "plan_serving"]

@@ -12,7 +12,7 @@ from gpucost.catalog import Catalog
 from gpucost.models import catalog_spec
 from gpucost.quant import get_format
 from gpucost.records import gpu
-from gpucost.serving import Load, plan_serving
+from gpucost.serving import Load, fit_table, kv_capacity, longest_context, plan_serving
 from gpucost.units import HOURS_PER_MONTH
 from tests.conftest import run_cli
 
@@ -84,6 +84,62 @@ def test_apis_of_the_same_model_priced_for_the_same_traffic(cat):
         groq["monthly_cost"] * rate)
 
 
+def test_break_even_with_the_cheapest_api(cat):
+    # the API bill grows with the load; one replica costs the same at any load: they cross where a replica's
+    # monthly cost equals the API bill of that load — at any load in the request, the same crossing
+    for rps in (0.5, 2, 4):
+        p = _plan(cat, Load(rps, 1000, 200), card="rtx-4090")
+        api = p.apis[0]
+        rented = p.monthly_cost["cloud"] / p.cards  # one card = one replica here
+        even = p.break_even["cloud"]
+        assert even["api"] == f"{api['provider']} {api['api_model']}"
+        assert even["requests_per_s"] == pytest.approx(rented / (api["monthly_cost"] / rps))
+        assert even["utilization"] == pytest.approx(even["requests_per_s"] / p.point.requests_per_s)
+    # a bought card costs less per month than a rented one: it breaks even at a lower load
+    assert p.break_even["new"]["requests_per_s"] < p.break_even["cloud"]["requests_per_s"]
+    rec = run_cli("serve", "--model", "llama-3.1-8b", "--gpu", "rtx-4090", "--rps", "2")
+    assert rec.returncode == 0 and "break-even with groq" in rec.stdout
+
+
+def test_what_fits_a_card_by_hand(cat):
+    # Llama 3.1 8B in BF16 on an RTX 4090: the KV cache of one token is 32 × 8 × 128 × 2 × 2 B = 128 KiB,
+    # so a 8,192-token sequence holds 1 GiB and a 131,072-token one 16 GiB
+    spec, fmt, card = catalog_spec("llama-3.1-8b", cat), get_format("bf16", cat), gpu(cat, "rtx-4090")
+    t = fit_table(spec, fmt, card)
+    by_ctx = {r.context: r for r in t.by_context}
+    assert t.max_context == 131072 and max(by_ctx) == 131072
+    assert by_ctx[8192].kv_per_sequence_gib == pytest.approx(1.0)
+    assert by_ctx[131072].kv_per_sequence_gib == pytest.approx(16.0)
+    pool = by_ctx[8192].kv_pool_gib
+    assert 4 < pool < 8  # 24 GiB, less vLLM's 10 % reserve, 15 GiB of weights, activations and context
+    assert by_ctx[8192].max_concurrency == math.floor(pool / 1.0)
+    assert by_ctx[131072].max_concurrency == 0  # one full-length sequence does not fit next to the weights
+    # the inverse: n users each get the most whole tokens whose KV cache fits; one token more does not (and
+    # from about 4k tokens on, where the prompt's activations stop growing, that is free memory ÷ 128 KiB ÷ n)
+    assert [r.concurrency for r in t.by_concurrency][:4] == [1, 2, 4, 8]
+    for row in t.by_concurrency:
+        longest = row.longest_context
+        if longest >= 4096:
+            assert longest == math.floor(pool * 2**30 / row.concurrency / (128 * 1024)), row
+        if longest:
+            per, free = kv_capacity(spec, fmt, card, context=longest)
+            assert row.concurrency * per <= free
+        per, free = kv_capacity(spec, fmt, card, context=longest + 1)
+        assert row.concurrency * per > free
+    # an 8-card H100 replica holds the full context for every one of the 256 users but no more than the model's
+    big = longest_context(spec, fmt, gpu(cat, "h100-sxm"), 1, gpus=8)
+    assert big == 131072
+
+
+def test_what_fits_matches_the_serving_plan(cat):
+    # one question, one number: the table's concurrency at a context is the plan's for a load of that length
+    spec, fmt, card = catalog_spec("llama-3.1-8b", cat), get_format("bf16", cat), gpu(cat, "rtx-4090")
+    rows = {r.context: r.max_concurrency for r in fit_table(spec, fmt, card).by_context}
+    for ctx in (4096, 8192):
+        plan = plan_serving(spec, fmt, card, Load(1, ctx - 256, 256), catalog=cat)
+        assert plan.max_concurrency == rows[ctx]
+
+
 def test_cli_answers_and_refuses_bad_loads():
     p = run_cli("serve", "--model", "llama-3.1-8b", "--gpu", "rtx-4090", "--rps", "2", "--tpot-ms", "30", "--json")
     assert p.returncode == 0, p.stderr
@@ -106,6 +162,8 @@ def test_page_07_answers_like_the_cli(tmp_path):
     page = rec["plan"]
     assert page["cards"] == cli["cards"] and page["point"]["batch"] == cli["point"]["batch"]
     assert page["cost_per_1m_output"]["cloud"] == pytest.approx(cli["cost_per_1m_output"]["cloud"])
+    fits = json.loads(run_cli("serve", "--model", "llama-3.1-8b", "--gpu", "rtx-4090", "--fits", "--json").stdout)
+    assert rec["fits"]["by_concurrency"] == fits["by_concurrency"]
     assert "serve this load" in rec["summary"]
     zh = run_notebook("07_serving.ipynb", {"lang": "zh", "tpot_ms": 0.5}, tmp_path)
     assert zh["currency"] == "CNY" and "找不到可行的运行点" in zh["summary"]

@@ -27,6 +27,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_spec(p, "--ttft-ms", "ttft_ms", metavar="MS")
     add_spec(p, "--tpot-ms", "tpot_ms", metavar="MS")
     p.add_argument("--currency", default=DEFAULTS.currency, metavar="C")
+    p.add_argument("--fits", action="store_true",
+                   help="instead of a load: what fits one replica — the most concurrent sequences per context "
+                        "length, and the longest context per number of concurrent users")
     p.add_argument("--json", action="store_true", help="print JSON")
 
 
@@ -35,12 +38,15 @@ def run(args: argparse.Namespace):
     from gpucost.models import resolve_model
     from gpucost.quant import get_format
     from gpucost.records import gpu as gpu_record
-    from gpucost.serving import Load, plan_serving
+    from gpucost.serving import Load, fit_table, plan_serving
 
     cat = Catalog()
     spec = resolve_model(args.model, catalog=cat)
     fmt = get_format(args.quant, cat)
     engine = args.engine or ("llama.cpp" if fmt.is_gguf else DEFAULTS.engine)
+    if args.fits:
+        return fit_table(spec, fmt, gpu_record(cat, args.gpu), gpus=args.gpus, engine=engine,
+                         kv_dtype=args.kv_dtype).to_dict()
     load = Load(args.rps, args.input_tokens, args.output_tokens, args.prefix_hit, args.peak_ratio)
     return plan_serving(spec, fmt, gpu_record(cat, args.gpu), load, gpus=args.gpus, engine=engine,
                         kv_dtype=args.kv_dtype, ttft_ms=args.ttft_ms, tpot_ms=args.tpot_ms, catalog=cat,
@@ -51,7 +57,20 @@ def _m(v) -> str:
     return "—" if v is None else f"{v:,.3f}"
 
 
+def _render_fits(r) -> str:
+    lines = [f"{r['model']} · {r['quant']} · {r['engine']} · KV {r['kv_dtype']} on {r['gpus_per_replica']} × "
+             f"{r['gpu']} (model maximum {r['max_context']:,} tokens)",
+             "context [tokens]  KV per sequence [GiB]  free for KV [GiB]  concurrent sequences"]
+    lines += [f"{x['context']:>16,}  {x['kv_per_sequence_gib']:>21.3f}  {x['kv_pool_gib']:>17.1f}  "
+              f"{x['max_concurrency']:>20,}" for x in r["by_context"]]
+    lines.append("concurrent users  longest context [tokens]")
+    lines += [f"{x['concurrency']:>16,}  {x['longest_context']:>24,}" for x in r["by_concurrency"]]
+    return "\n".join(lines)
+
+
 def render_text(r) -> str:
+    if "by_context" in r:
+        return _render_fits(r)
     ld = r["load"]
     lines = [f"{r['model']} · {r['quant']} · {r['engine']} on replicas of {r['gpus_per_replica']} × {r['gpu']}: "
              f"{ld['requests_per_s']:g} req/s × ({ld['input_tokens']} in + {ld['output_tokens']} out) tokens",
@@ -70,6 +89,9 @@ def render_text(r) -> str:
               + ", ".join(f"{b} {_m(r['cost_per_1m_input'][b])} / {_m(r['cost_per_1m_output'][b])}"
                           for b in r["cost_per_1m_input"]),
               f"per month [{r['currency']}]: " + ", ".join(f"{b} {_m(v)}" for b, v in r["monthly_cost"].items())]
+    for basis, e in r.get("break_even", {}).items():
+        lines.append(f"break-even with {e['api']} ({basis}): one replica is cheaper above {e['requests_per_s']:.2f} "
+                     f"req/s on average ({e['utilization'] * 100:.0f} % of its capacity)")
     for a in r["apis"][:8]:
         lines.append(f"API {a['provider']} {a['api_model']} ({a['tier']}): {a['input_per_1m']:.3f} / "
                      f"{a['output_per_1m']:.3f} per 1M in/out → {a['monthly_cost']:,.0f} per month ({a['as_of']})")

@@ -13,7 +13,7 @@ from gpucost.memory import ENGINE_PROFILES
 from gpucost.models import catalog_spec
 from gpucost.quant import formats
 from gpucost.records import gpu_records
-from gpucost.serving import Load, plan_serving
+from gpucost.serving import Load, fit_table, plan_serving
 from gpucost.specs import SPECS
 from gpucost.ui.shell import Page
 
@@ -32,6 +32,7 @@ class ServingPage(Page):
                           input_tokens=input_tokens, output_tokens=output_tokens, prefix_hit=prefix_hit,
                           peak_ratio=peak_ratio, ttft_ms=ttft_ms, tpot_ms=tpot_ms)
         self.plan = None
+        self.fits = None
         super().__init__(lang=lang, currency=currency, catalog=catalog)
 
     def build(self) -> None:
@@ -68,7 +69,10 @@ class ServingPage(Page):
         self.details.add_class("gc-table")
         self.apis_html = w.HTML()
         self.apis_html.add_class("gc-table")
-        self.results.children = [self.summary, self.details, self.apis_html]
+        self.fits_html = w.HTML()
+        self.fits_html.add_class("gc-table")
+        self.fits_html.add_class("gc-serve-fits")
+        self.results.children = [self.summary, self.details, self.apis_html, self.fits_html]
         for wid in (self.model, self.quant, self.engine, self.card):
             wid.observe(lambda _: self.safe_refresh(), names="value")
 
@@ -84,7 +88,10 @@ class ServingPage(Page):
         self.plan = plan_serving(spec, fmt, gpu_records(cat)[self.card.value], load, gpus=self.val("gpus"),
                                  engine=self.engine.value, ttft_ms=self.val("ttft_ms"), tpot_ms=self.val("tpot_ms"),
                                  catalog=cat, currency=self.state.currency)
+        self.fits = fit_table(spec, fmt, gpu_records(cat)[self.card.value], gpus=self.val("gpus"),
+                              engine=self.engine.value)
         self._draw()
+        self._draw_fits()
 
     def _money(self, v) -> str:
         return "—" if v is None else fmt_money(v, self.state.currency)
@@ -108,6 +115,11 @@ class ServingPage(Page):
         if p.apis:
             a = p.apis[0]
             answer += " " + t("sv_answer_api", api=f"{a['provider']} {a['api_model']}", month=self._money(a["monthly_cost"]))
+            even = p.break_even.get(best) if best else None
+            if even:
+                key = "sv_break_even" if even["utilization"] <= 1 else "sv_break_even_never"
+                answer += " " + t(key, basis=t(f"sv_basis_{best}"), rps=f"{even['requests_per_s']:.2f}",
+                                  util=f"{even['utilization'] * 100:.0f}")
         band = p.capacity_band
         self.summary.value = (f"<p class='gc-answer'><b>{html.escape(answer)}</b></p><p class='gc-help'>"
                               + html.escape(t("sv_capacity", batch=pt.batch, rps=f"{pt.requests_per_s:.2f}",
@@ -130,8 +142,28 @@ class ServingPage(Page):
                                 + "".join(f"<th>{html.escape(h)}</th>" for h in aheads)
                                 + f"</tr></thead><tbody>{arows}</tbody></table></div>")
 
+    def _draw_fits(self) -> None:
+        f, t = self.fits, self.t
+        ctx_rows = "".join(f"<tr><td>{r.context:,}</td><td>{r.kv_per_sequence_gib:.3f}</td>"
+                           f"<td>{r.max_concurrency:,}</td></tr>" for r in f.by_context)
+        conc_rows = "".join(f"<tr><td>{r.concurrency:,}</td><td>{r.longest_context:,}</td></tr>"
+                            for r in f.by_concurrency)
+        head = (f"<p class='gc-help'><b>{html.escape(t('sv_fits_title', n=f.gpus_per_replica, card=self.card.label))}"
+                f"</b> {html.escape(t('sv_fits_help', pool=f'{f.by_context[0].kv_pool_gib:.1f}', top=f'{f.max_context:,}'))}"
+                "</p>")
+        self.fits_html.value = (
+            head + "<div class='gc-wide' style='display:flex;gap:2em;flex-wrap:wrap'>"
+            + "<table><thead><tr>" + "".join(f"<th>{html.escape(t(k))}</th>" for k in
+                                             ("sv_fits_ctx", "sv_fits_kv", "sv_fits_conc"))
+            + f"</tr></thead><tbody>{ctx_rows}</tbody></table>"
+            + "<table><thead><tr>" + "".join(f"<th>{html.escape(t(k))}</th>" for k in
+                                             ("sv_fits_users", "sv_fits_longest"))
+            + f"</tr></thead><tbody>{conc_rows}</tbody></table></div>")
+
     def results_record(self) -> dict:
         rec = super().results_record()
         if self.plan is not None:
             rec.update({"plan": self.plan.to_dict(), "summary": self.summary.value})
+        if self.fits is not None:
+            rec["fits"] = self.fits.to_dict()
         return rec
