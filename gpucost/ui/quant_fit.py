@@ -35,7 +35,7 @@ from gpucost.serialize import number
 from gpucost.specs import DEFAULTS, SPECS
 from gpucost.speed import decode_speed_cards, efficiency_table, training_time
 from gpucost.ui.chart import TEMPLATE
-from gpucost.ui.shell import Page, uploaded_file
+from gpucost.ui.shell import Page
 from gpucost.validation import TARGETS
 
 COMPONENTS = ("weights", "kv_cache", "activations", "gradients", "optimizer", "overhead")
@@ -43,7 +43,6 @@ COLORS = {"weights": "#3b6ea8", "kv_cache": "#e49b0f", "activations": "#6aa84f",
           "optimizer": "#cc4125", "overhead": "#999999"}
 BAR_COUNTS = (1, 2, 4, 8)
 #: the largest config.json the page reads (real ones are a few kB; multimodal ones up to ~20 kB)
-MAX_CONFIG_BYTES = 1_000_000
 TRAIN_ENGINES = TRAINING_FRAMEWORKS
 #: cell colours of the fit matrix by the number of cards needed
 CELL_COLORS = ((1, "#b7e1b0"), (2, "#e8f2a1"), (4, "#fde3a7"), (8, "#f9c59a"), (10**9, "#f4a6a6"))
@@ -210,14 +209,11 @@ class QuantFitPage(Page):
         """Read an uploaded config.json (bytes in memory), check it, and make it the model of the page."""
         from gpucost.models import spec_from_hf_config
 
-        upload = uploaded_file(change, "config.json")
-        if upload is None:
-            return
-        name, content = upload
         try:
-            if len(content) > MAX_CONFIG_BYTES:
-                raise GpucostError(f"{name}: {len(content):,} bytes; a config.json is at most "
-                                   f"{MAX_CONFIG_BYTES:,}")
+            upload = self.read_upload(change, "config.json")
+            if upload is None:
+                return
+            name, content = upload
             try:
                 cfg = json.loads(content.decode("utf-8-sig"))
             except (UnicodeDecodeError, ValueError, RecursionError) as exc:

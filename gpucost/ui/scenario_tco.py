@@ -12,7 +12,7 @@ from gpucost.errors import GpucostError
 from gpucost.i18n import localize
 from gpucost.specs import SPECS, Spec
 from gpucost.ui.chart import TEMPLATE
-from gpucost.ui.shell import Page, uploaded_file
+from gpucost.ui.shell import Page
 from gpucost.units import HOURS_PER_YEAR
 
 COLORS = {"buy-new": "#1f77b4", "buy-used": "#17becf", "lease": "#9467bd", "on-demand": "#d62728",
@@ -435,15 +435,14 @@ class ScenarioTcoPage(Page):
 
     # -- scenario files, in the visitor's browser ------------------------------------------------------
     def _on_scenario_upload(self, change) -> None:
-        upload = uploaded_file(change, "scenario.yaml")
-        if upload is None:
-            return
-        name, content = upload
         try:
-            if len(content) > MAX_SCENARIO_BYTES:
-                raise GpucostError(self.t("tco_upload_too_big", kb=MAX_SCENARIO_BYTES // 1024))
+            upload = self.read_upload(change, "scenario.yaml", MAX_SCENARIO_BYTES)
+            if upload is None:
+                return
+            name, content = upload
             text = content.decode("utf-8")
-            sc = tco.parse_scenario_text(text, name, default_name="uploaded")
+            with self.compute_budget():
+                sc = tco.parse_scenario_text(text, name, default_name="uploaded")
             with self.refresh_once():
                 self._load_scenario("", scenario=sc)
                 self._uploaded = sc

@@ -16,7 +16,7 @@ from gpucost import plan
 from gpucost.errors import GpucostError
 from gpucost.specs import DEFAULTS, SPECS, Spec
 from gpucost.ui.chart import TEMPLATE
-from gpucost.ui.shell import Page, uploaded_file
+from gpucost.ui.shell import Page
 
 _STYLE = {"description_width": "initial"}
 _WIDE = w.Layout(width="95%")
@@ -234,7 +234,8 @@ class SharingScalingPage(Page):
         for name in self._tab_fields.get(which, ()):
             self.invalid.pop(name, None)
         try:
-            getattr(self, f"_refresh_{which}")()
+            with self.compute_budget():
+                getattr(self, f"_refresh_{which}")()
             self._errors[which] = None
         except GpucostError as exc:
             self._errors[which] = str(exc)
@@ -362,13 +363,15 @@ class SharingScalingPage(Page):
 
     # scale ------------------------------------------------------------------------------------
     def _on_trace(self, change) -> None:
-        upload = uploaded_file(change, "trace.csv")
-        if upload is None:
-            return
-        name, content = upload
+        name = "trace.csv"
         try:
+            upload = self.read_upload(change, name)
+            if upload is None:
+                return
+            name, content = upload
             text = content.decode("utf-8-sig")
-            tr = plan.read_trace(io.StringIO(text), label=name)
+            with self.compute_budget():
+                tr = plan.read_trace(io.StringIO(text), label=name)
         except (GpucostError, UnicodeDecodeError) as exc:
             self.show_error(self.trace_msg, str(exc) if isinstance(exc, GpucostError) else f"{name}: not UTF-8 text")
             return

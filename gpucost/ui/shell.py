@@ -26,6 +26,7 @@ from gpucost.catalog import Catalog
 from gpucost.errors import GpucostError, SpecError
 from gpucost.i18n import DEFAULT_CURRENCY, LANGUAGES, t
 from gpucost.specs import Spec
+from gpucost.ui import budget
 from gpucost.ui.chart import Chart, PlotlyLibrary
 from gpucost.ui.prefs import Prefs, url_params
 
@@ -83,17 +84,6 @@ abbr.gc-term {text-decoration:underline dotted #7a8ba0; cursor:help}
 .gc-field-bad input {border-color:#a40000 !important; background:#fff4f4 !important}
 </style>
 """
-
-
-def uploaded_file(change, default_name: str) -> tuple[str, bytes] | None:
-    """(name, bytes) of the first file of a FileUpload ``value`` change, or None when it is empty."""
-    files = change["new"]
-    if not files:
-        return None
-    f = files[0]
-    name = f.get("name", default_name) if isinstance(f, dict) else getattr(f, "name", default_name)
-    content = f["content"] if isinstance(f, dict) else f.content
-    return name, bytes(content)
 
 
 #: text-only widgets: nothing restyles them after display, so equal layouts can be one model
@@ -543,12 +533,13 @@ class Page:
     def _on_upload(self, change) -> None:
         from gpucost.catalog import merge_upload, validate_bytes
 
-        upload = uploaded_file(change, "upload.csv")
-        if upload is None:
-            return
-        name, content = upload
         try:
-            frame = validate_bytes("prices", content, filename=name, catalog=self.catalog)
+            upload = self.read_upload(change, "upload.csv")
+            if upload is None:
+                return
+            name, content = upload
+            with self.compute_budget():
+                frame = validate_bytes("prices", content, filename=name, catalog=self.catalog)
         except GpucostError as exc:
             self.upload_msg.value = (f'<span class="gc-msg-error">'
                                      f'{html.escape(self.t("upload_error", error=str(exc)))}</span>')
@@ -593,11 +584,32 @@ class Page:
             return
         self.invalid = {}
         try:
-            self.refresh()
+            with self.compute_budget():
+                self.refresh()
             self.error = None
         except GpucostError as exc:
             self.error = str(exc)
         self.show_validity()
+
+    def compute_budget(self):
+        """The shared server's limits on one computation (:mod:`gpucost.ui.budget`), said in the page's
+        language when they are reached."""
+        return budget.compute_budget(self.t("budget_exceeded", seconds=f"{budget.COMPUTE_CPU_S:g}",
+                                            mib=f"{budget.COMPUTE_MIB:,}"))
+
+    def read_upload(self, change, default_name: str, max_bytes: int | None = None) -> tuple[str, bytes] | None:
+        """(name, bytes) of the first file of a FileUpload ``value`` change, None when it is empty; a file
+        larger than ``max_bytes`` (default :data:`gpucost.ui.budget.MAX_UPLOAD_BYTES`) is a GpucostError."""
+        files = change["new"]
+        if not files:
+            return None
+        f = files[0]
+        name = f.get("name", default_name) if isinstance(f, dict) else getattr(f, "name", default_name)
+        content = f["content"] if isinstance(f, dict) else f.content
+        limit = budget.MAX_UPLOAD_BYTES if max_bytes is None else max_bytes
+        if len(content) > limit:
+            raise GpucostError(self.t("upload_too_big", file=name, kb=f"{limit // 1024:,}"))
+        return str(name), bytes(content)
 
     @property
     def stale(self) -> bool:

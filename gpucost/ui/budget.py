@@ -1,0 +1,67 @@
+"""What one visitor's computation may take on the shared server (issue 19): CPU time of its kernel, growth of
+its resident memory, and the size of an uploaded file. Beyond them the page says the input is too large;
+the kernel stays responsive for the next input instead of pinning a core or growing until it is killed.
+
+The limits are checked every 50 CPU-milliseconds by a profiling timer (``SIGPROF``, counted in the
+kernel's own CPU time, so a visitor is not cut off because other visitors keep the server busy). Python
+delivers the signal between bytecodes: a long call inside one C function ends before it is stopped.
+Outside the main thread, or where the platform has no ``setitimer``, the block runs unbounded.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from gpucost.errors import GpucostError
+
+#: CPU seconds one recomputation (or one upload's parsing) of a page may take
+COMPUTE_CPU_S = 10.0
+#: how much one recomputation may grow the kernel's resident memory [MiB]
+COMPUTE_MIB = 1024
+#: the largest file a page accepts as an upload [bytes], unless the page sets a smaller limit
+MAX_UPLOAD_BYTES = 1024 * 1024
+_TICK_S = 0.05
+
+
+class BudgetExceeded(GpucostError):
+    """A computation went past its CPU or memory budget; its message is the page's sentence for it."""
+
+
+def _rss_mib() -> float:
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+    except (OSError, ValueError, IndexError):
+        return 0.0
+
+
+@contextmanager
+def compute_budget(message: str, cpu_s: float | None = None, mib: float | None = None) -> Iterator[None]:
+    """Run the block within ``cpu_s`` CPU seconds and ``mib`` MiB of memory growth (default: the module's
+    limits); past either, :class:`BudgetExceeded` with ``message`` is raised inside the block."""
+    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "setitimer"):
+        yield
+        return
+    cpu_limit = COMPUTE_CPU_S if cpu_s is None else cpu_s
+    mib_limit = COMPUTE_MIB if mib is None else mib
+    t0, rss0 = time.process_time(), _rss_mib()
+
+    def tick(_sig, _frame) -> None:
+        if time.process_time() - t0 > cpu_limit or _rss_mib() - rss0 > mib_limit:
+            signal.setitimer(signal.ITIMER_PROF, 0, 0)
+            raise BudgetExceeded(message)
+
+    previous = signal.signal(signal.SIGPROF, tick)
+    old_timer = signal.setitimer(signal.ITIMER_PROF, _TICK_S, _TICK_S)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_PROF, 0, 0)
+        signal.signal(signal.SIGPROF, previous)
+        if old_timer[0]:  # an enclosing budget keeps running
+            signal.setitimer(signal.ITIMER_PROF, *old_timer)

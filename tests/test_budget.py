@@ -1,0 +1,71 @@
+"""The shared server protects itself (issue 19): a computation past its CPU or memory budget, or an upload
+past its size, becomes a message next to the results, which are marked out of date; the kernel answers the
+next input. Pages are built in-process, as the kernel builds them."""
+
+from __future__ import annotations
+
+import pytest
+
+from gpucost.ui import budget
+from gpucost.ui.card_choice import CardChoicePage
+from gpucost.ui.sharing_scaling import SharingScalingPage
+
+pytestmark = pytest.mark.timeout(120)  # a budget that does not hold would spin until this stops it
+
+
+@pytest.fixture
+def small_budget(monkeypatch):
+    monkeypatch.setattr(budget, "COMPUTE_CPU_S", 0.5)
+    monkeypatch.setattr(budget, "COMPUTE_MIB", 64)
+
+
+def test_a_computation_past_its_cpu_budget_is_stopped_and_said(small_budget, monkeypatch):
+    page = CardChoicePage()
+    summary = page.summary.value
+    assert not page.stale
+
+    def spin():
+        while True:
+            pass
+
+    monkeypatch.setattr(page, "refresh", spin)
+    page.vram.value = 16  # an input change recomputes
+    assert page.stale and "more than 0.5 s of computing" in page.error
+    assert "Out of date" in page.status.value and "gc-stale" in page.results._dom_classes
+    assert page.summary.value == summary  # the last results stay, marked out of date
+    # the kernel answers the next input: a computation within its budget makes the page current again
+    monkeypatch.undo()
+    page.vram.value = 20
+    assert not page.stale and page.summary.value != summary
+
+
+def test_a_computation_past_its_memory_budget_is_stopped_and_said(small_budget, monkeypatch):
+    page = CardChoicePage(lang="zh")
+    held: list[bytes] = []
+
+    def grow():
+        for _ in range(2048):  # 2 GiB at most, should the budget not hold
+            held.append(b"x" * 2**20)  # written: resident, not a lazy zero page
+
+    monkeypatch.setattr(page, "refresh", grow)
+    page.vram.value = 16
+    assert page.stale and "64 MiB" in page.error and "共享服务器" in page.error
+    assert len(held) < 1024  # stopped well before 1 GiB
+    held.clear()
+
+
+def test_an_upload_past_its_size_or_budget_is_refused_next_to_the_input(small_budget, monkeypatch):
+    page = SharingScalingPage(tab=2)
+    big = b"arrival_hour,gpu_hours,gpus\n" + b"0,1,1\n" * (budget.MAX_UPLOAD_BYTES // 6 + 1)
+    page._on_trace({"new": [{"name": "huge.csv", "content": big}]})
+    assert "huge.csv is larger than 1,024 KB" in page.trace_msg.value
+    # a trace that is small but slow to read is cut off by the budget, said next to the upload
+    from gpucost import plan
+
+    def slow(*_a, **_k):
+        while True:
+            pass
+
+    monkeypatch.setattr(plan, "read_trace", slow)
+    page._on_trace({"new": [{"name": "slow.csv", "content": b"arrival_hour,gpu_hours,gpus\n0,1,1\n"}]})
+    assert "more than 0.5 s of computing" in page.trace_msg.value
