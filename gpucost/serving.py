@@ -95,6 +95,8 @@ class ServePlan(Record):
     #: basis → the average load [requests/s] above which one replica costs less than the cheapest API of the
     #: same model, and the replica's utilization at that load (> 1: the API is cheaper even at full load)
     break_even: dict = field(default_factory=dict)
+    ttft_queued_ms: float | None = None   # mean TTFT at the peak with the wait for the prefills queued ahead
+    prefill_utilization: float | None = None  # share of a replica's time spent on prefills at the peak
 
 
 def kv_capacity(spec: ModelSpec, fmt: QuantFormat, gpu: Gpu, *, context: int, prompt: int | None = None,
@@ -185,6 +187,34 @@ def fit_table(spec: ModelSpec, fmt: QuantFormat, gpu: Gpu, *, gpus: int = 1, eng
     return FitTable(spec.id, fmt.id, gpu.id, gpus, engine, kv_dtype, top, tuple(rows), conc)
 
 
+def queued_ttft_ms(ttft_ms: float, prefill_ms: float, rho: float) -> float:
+    """Mean time to first token with queueing: the engine schedules prefills ahead of decode steps (vLLM's
+    and SGLang's default), so a new request waits for the prompts queued before it — an M/D/1 queue with
+    the prefill as service time, whose mean wait is ``rho × prefill / (2 (1 − rho))`` (Pollaczek–Khinchine)
+    at prefill utilization ``rho``. Infinite at ``rho >= 1``."""
+    if rho >= 1:
+        return math.inf
+    return ttft_ms + rho * prefill_ms / (2 * (1 - rho))
+
+
+def replicas_needed(peak_rps: float, capacity_rps: float, prefill_ms: float, ttft_ms: float,
+                    ttft_target_ms: float | None) -> int | None:
+    """Replicas for ``peak_rps``: enough for its throughput, and (with a TTFT target) few enough prefills
+    per replica that the queued TTFT (:func:`queued_ttft_ms`) meets the target. None: no number does."""
+    reps = max(1, math.ceil(peak_rps / capacity_rps))
+    if ttft_target_ms is None or prefill_ms <= 0:
+        return reps
+    slack = ttft_target_ms - ttft_ms           # what the wait may add
+    if slack <= 0:
+        return None
+    rho_max = 2 * slack / (prefill_ms + 2 * slack)   # queued_ttft_ms(ttft, prefill, rho_max) == target
+    reps = max(reps, math.ceil(peak_rps * prefill_ms / 1e3 / rho_max))
+    # the rounding above can land one replica short of the target: step up until it is met
+    while queued_ttft_ms(ttft_ms, prefill_ms, peak_rps / reps * prefill_ms / 1e3) > ttft_target_ms * (1 + 1e-12):
+        reps += 1
+    return reps
+
+
 def plan_serving(spec: ModelSpec, fmt: QuantFormat, gpu: Gpu, load: Load, *, gpus: int = 1, engine: str = "vllm",
                  kv_dtype: str = "fp16", ttft_ms: float | None = None, tpot_ms: float | None = None,
                  catalog: Catalog | None = None, currency: str = "USD") -> ServePlan:
@@ -202,6 +232,8 @@ def plan_serving(spec: ModelSpec, fmt: QuantFormat, gpu: Gpu, load: Load, *, gpu
         if first.prefill_tokens_per_s is None:
             raise GpucostError(f"{gpu.id} has no dense throughput figure: no prefill time")
         prefill_s = load.input_tokens * (1 - hit) / first.prefill_tokens_per_s
+        peak = load.requests_per_s * load.peak_ratio
+        best: tuple[int, float] | None = None   # (replicas, -requests/s per replica): fewest, then fastest
         for b in sorted({*(x for x in BATCHES if x <= max_conc), min(max_conc, BATCHES[-1])}):
             sp = speed(spec, fmt, gpu, gpus=gpus, batch=b, context=ctx, engine=engine, kv_dtype=kv_dtype,
                        catalog=catalog)
@@ -210,7 +242,11 @@ def plan_serving(spec: ModelSpec, fmt: QuantFormat, gpu: Gpu, load: Load, *, gpu
             if (tpot_ms is not None and sp.step_ms > tpot_ms) or (ttft_ms is not None and ttft > ttft_ms):
                 continue
             rps = b / (b * prefill_s + load.output_tokens * step)
-            if point is None or rps > point.requests_per_s:
+            reps = replicas_needed(peak, rps, prefill_s * 1e3, ttft, ttft_ms)
+            if reps is None:
+                continue
+            if best is None or (reps, -rps) < best:
+                best = (reps, -rps)
                 point = OperatingPoint(batch=b, tpot_ms=sp.step_ms, ttft_ms=ttft, requests_per_s=rps,
                                        decode_tokens_per_s=sp.decode_tokens_per_s)
     else:
@@ -224,7 +260,11 @@ def plan_serving(spec: ModelSpec, fmt: QuantFormat, gpu: Gpu, load: Load, *, gpu
                          tuple(notes))
     dec = band("decode_speed", engine, catalog)
     capacity = {"low": point.requests_per_s * dec.p10, "high": point.requests_per_s * dec.p90} if dec else {}
-    replicas = max(1, math.ceil(load.requests_per_s * load.peak_ratio / point.requests_per_s))
+    prefill_ms = point.ttft_ms - point.tpot_ms
+    replicas = replicas_needed(load.requests_per_s * load.peak_ratio, point.requests_per_s, prefill_ms,
+                               point.ttft_ms, ttft_ms) or 1
+    rho = load.requests_per_s * load.peak_ratio / replicas * prefill_ms / 1e3
+    ttft_queued = queued_ttft_ms(point.ttft_ms, prefill_ms, rho)
     cards = replicas * gpus
     util = load.requests_per_s / (replicas * point.requests_per_s)
     # GPU time per request: its prefill, and its share of the decode steps
@@ -254,7 +294,8 @@ def plan_serving(spec: ModelSpec, fmt: QuantFormat, gpu: Gpu, load: Load, *, gpu
                 even[basis] = {"requests_per_s": rps, "utilization": rps / point.requests_per_s,
                                "api": f"{apis[0]['provider']} {apis[0]['api_model']}"}
     return ServePlan(spec.id, fmt.id, gpu.id, gpus, engine, load, max_conc, per_seq, pool, point, capacity, replicas,
-                     cards, util, cost_in, cost_out, monthly, currency.upper(), apis, tuple(notes), even)
+                     cards, util, cost_in, cost_out, monthly, currency.upper(), apis, tuple(notes), even, ttft_queued,
+                     rho)
 
 
 def _apis(spec: ModelSpec, load: Load, catalog: Catalog, currency: str) -> list[dict]:

@@ -55,6 +55,31 @@ def test_replicas_follow_the_peak_load(cat):
     assert one.capacity_band["low"] < cap <= one.capacity_band["high"] * 1.5
 
 
+def test_time_to_first_token_waits_for_the_prompts_queued_ahead(cat):
+    # M/D/1 (Pollaczek-Khinchine) by hand: a replica busy with prefills a share rho of the time makes a new
+    # request wait rho × prefill / (2 (1 - rho)) on average before its own prefill starts
+    p = _plan(cat, Load(2, 1000, 200), card="rtx-4090")
+    prefill_ms = p.point.ttft_ms - p.point.tpot_ms
+    rho = 2 / p.replicas * prefill_ms / 1000
+    assert p.prefill_utilization == pytest.approx(rho)
+    assert p.ttft_queued_ms == pytest.approx(p.point.ttft_ms + rho * prefill_ms / (2 * (1 - rho)))
+    assert p.ttft_queued_ms > p.point.ttft_ms
+    # a TTFT target is met with queueing: tighter targets take more replicas (smaller batches, less waiting)
+    fleets = []
+    for target in (400, 300, 260):
+        q = _plan(cat, Load(20, 1000, 200), card="rtx-4090", ttft_ms=target)
+        assert q.ttft_queued_ms <= target * (1 + 1e-9)
+        fleets.append(q.replicas)
+        # and one replica fewer would not meet it (or not carry the peak)
+        fewer = q.replicas - 1
+        rho_fewer = 20 / fewer * (q.point.ttft_ms - q.point.tpot_ms) / 1000
+        too_slow = rho_fewer >= 1 or q.point.ttft_ms + rho_fewer * (q.point.ttft_ms - q.point.tpot_ms) / (
+            2 * (1 - rho_fewer)) > target
+        assert too_slow or fewer * q.point.requests_per_s < 20
+    assert fleets == sorted(fleets) and fleets[0] < fleets[-1]
+    assert any("M/D/1" in n for n in p.notes)
+
+
 def test_input_and_output_costs_add_up_to_the_fleets_bill(cat):
     load = Load(3, 2000, 300)
     p = _plan(cat, load, tpot_ms=40)

@@ -84,7 +84,9 @@ def render_text(r) -> str:
     lines += [f"operating point: {pt['batch']} in flight, TPOT {pt['tpot_ms']:.1f} ms, TTFT {pt['ttft_ms']:.0f} ms, "
               f"{pt['requests_per_s']:.2f} req/s per replica"
               + (f" (p10–p90 {band['low']:.2f}–{band['high']:.2f})" if band else ""),
-              f"fleet: {r['replicas']} replica(s) = {r['cards']} card(s), {r['utilization'] * 100:.0f} % utilized",
+              f"fleet: {r['replicas']} replica(s) = {r['cards']} card(s), {r['utilization'] * 100:.0f} % utilized; "
+              f"at the peak, prefills take {r['prefill_utilization'] * 100:.0f} % of a replica and the mean TTFT "
+              f"with queueing is {r['ttft_queued_ms']:,.0f} ms",
               f"cost per 1M tokens [{r['currency']}] input / output: "
               + ", ".join(f"{b} {_m(r['cost_per_1m_input'][b])} / {_m(r['cost_per_1m_output'][b])}"
                           for b in r["cost_per_1m_input"]),

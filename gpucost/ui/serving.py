@@ -107,7 +107,7 @@ class ServingPage(Page):
         pt = p.point
         best = next((b for b in BASES if p.cost_per_1m_output.get(b) is not None), None)
         answer = t("sv_answer", cards=p.cards, replicas=p.replicas, n=p.gpus_per_replica, card=self.card.label,
-                   util=f"{p.utilization * 100:.0f}", tpot=f"{pt.tpot_ms:.0f}", ttft=f"{pt.ttft_ms:,.0f}")
+                   util=f"{p.utilization * 100:.0f}", tpot=f"{pt.tpot_ms:.0f}", ttft=f"{p.ttft_queued_ms:,.0f}")
         if best:
             answer += " " + t("sv_answer_cost", basis=t(f"sv_basis_{best}"),
                               cin=self._money(p.cost_per_1m_input[best]), cout=self._money(p.cost_per_1m_output[best]),
