@@ -85,7 +85,10 @@ SCHEMAS: dict[str, dict[str, str]] = {
         "num_experts": "int0?", "experts_per_token": "int0?", "num_shared_experts": "int0?",
         "first_dense_layers": "int0?", "sliding_window": "int+?", "sliding_window_layers": "int0?",
         "kv_lora_rank": "int+?", "q_lora_rank": "int+?", "qk_rope_head_dim": "int+?",
-        "qk_nope_head_dim": "int+?", "v_head_dim": "int+?", "vision_params_b": "num0?", "torch_dtype": "str?",
+        "qk_nope_head_dim": "int+?", "v_head_dim": "int+?", "vision_params_b": "num0?",
+        "full_attention_interval": "int0?", "linear_num_key_heads": "int0?", "linear_num_value_heads": "int0?",
+        "linear_key_head_dim": "int0?", "linear_value_head_dim": "int0?", "linear_conv_kernel": "int0?",
+        "torch_dtype": "str?",
         **SOURCE_COLS,
     },
     "quant_formats": {

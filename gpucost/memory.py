@@ -192,7 +192,7 @@ class CardFit(Record):
 _ARRAY_FIELDS = ("embed_b", "output_b", "blocks_b", "vectors_b", "total_b", "L", "h", "heads", "kv_heads",
                  "kv_vals", "kv_vals_expanded", "n_full", "n_swa", "window", "vocab", "mlp_tok", "gated",
                  "is_mla", "is_llm", "tied", "params", "params_active", "layer_params", "largest_tensor",
-                 "largest_block")
+                 "largest_block", "state_vals")
 
 
 def _pair_arrays(spec: ModelSpec, fmt: QuantFormat) -> dict[str, float]:
@@ -204,25 +204,27 @@ def _pair_arrays(spec: ModelSpec, fmt: QuantFormat) -> dict[str, float]:
         if spec.is_moe and spec.first_dense_layers:
             mlp_tok = max(mlp_tok, spec.intermediate_size)
         n_swa = spec.sliding_window_layers if spec.sliding_window else 0
+        n_attn = len(spec.attention_layers)  # a hybrid's Gated DeltaNet layers keep no KV cache
         groups = weight_tensors(spec)
         largest: float = max((g.numel for g in groups if g.kind != "norm"), default=0)
         # the largest matrix a quantizer converts (one Linear; an expert tensor holds E of them)
         block: float = max((g.numel / (spec.num_experts if g.kind.endswith("_exps") else 1) for g in groups
                      if g.layers is not None and g.kind != "ffn_gate_inp"), default=0)
     else:
-        mlp_tok, n_swa = 0, 0
+        mlp_tok, n_swa, n_attn = 0, 0, 0
         largest, block = spec.params_total, spec.params_total
     return {
         "embed_b": wb.embed, "output_b": wb.output, "blocks_b": wb.blocks, "vectors_b": wb.vectors,
         "total_b": wb.total, "L": spec.num_layers, "h": spec.hidden_size, "heads": spec.num_attention_heads,
         "kv_heads": max(spec.num_kv_heads, 1), "kv_vals": spec.kv_values_per_token_per_layer if spec.is_llm else 0,
         "kv_vals_expanded": spec.kv_values_per_token_per_layer_expanded if spec.is_llm else 0,
-        "n_full": spec.num_layers - n_swa, "n_swa": n_swa, "window": spec.sliding_window or 0,
+        "n_full": n_attn - n_swa, "n_swa": n_swa, "window": spec.sliding_window or 0,
         "vocab": spec.vocab_size, "mlp_tok": mlp_tok, "gated": 1.0 if spec.gated_mlp else 0.0,
         "is_mla": 1.0 if spec.is_mla else 0.0, "is_llm": 1.0 if spec.is_llm else 0.0,
         "tied": 1.0 if spec.tie_embeddings else 0.0, "params": spec.params_total,
         "params_active": spec.params_active, "layer_params": layer_params(spec), "largest_tensor": largest,
         "largest_block": block,
+        "state_vals": len(spec.linear_layers) * spec.linear_state_values if spec.is_llm else 0,
     }
 
 
@@ -235,8 +237,16 @@ def _arrays(pairs: list[tuple[ModelSpec, QuantFormat]]) -> dict[str, np.ndarray]
 # Inference
 # --------------------------------------------------------------------------------------------------
 
+#: bytes per value of a Gated DeltaNet layer's recurrent and conv state: llama.cpp keeps recurrent states in
+#: F32 (src/llama-model.cpp create_memory: llama_memory_recurrent with GGML_TYPE_F32 for r and s); vLLM and
+#: the others in the model's dtype (vLLM --mamba-ssm-cache-dtype auto)
+STATE_BYTES = {"llamacpp": 4.0}
+STATE_BYTES_DEFAULT = 2.0
+
+
 def kv_cache_bytes(a: dict, context, batch, kv_bytes: float, profile: EngineProfile):
-    """KV cache of all layers [bytes] for ``batch`` sequences of ``context`` tokens (arrays broadcast)."""
+    """KV cache of all layers [bytes] for ``batch`` sequences of ``context`` tokens (arrays broadcast), with
+    a hybrid model's fixed recurrent state per sequence (its linear-attention layers keep no KV cache)."""
     ctx = np.asarray(context, dtype=float)
     vals = np.where(a["is_mla"] > 0, a["kv_vals"] if profile.kv_mla_compressed else a["kv_vals_expanded"],
                     a["kv_vals"])
@@ -244,7 +254,8 @@ def kv_cache_bytes(a: dict, context, batch, kv_bytes: float, profile: EngineProf
         tokens_layers = a["n_full"] * ctx + a["n_swa"] * np.minimum(ctx, a["window"])
     else:
         tokens_layers = (a["n_full"] + a["n_swa"]) * ctx
-    return vals * tokens_layers * np.asarray(batch, dtype=float) * kv_bytes
+    state = a["state_vals"] * STATE_BYTES.get(profile.activation_model, STATE_BYTES_DEFAULT)
+    return (vals * tokens_layers * kv_bytes + state) * np.asarray(batch, dtype=float)
 
 
 def _inference_bytes(a: dict, N, s: Setup, profile: EngineProfile) -> dict[str, np.ndarray]:

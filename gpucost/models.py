@@ -45,7 +45,12 @@ LAYERNORM_BIAS_FAMILIES = frozenset({"starcoder2", "gpt2", "gpt_bigcode", "phi",
 HF_MODEL_TYPES = {"llama": "llama", "mistral": "mistral", "mixtral": "mixtral", "qwen2": "qwen2",
                   "qwen3": "qwen3", "qwen3_moe": "qwen3_moe", "qwen2_moe": "qwen2_moe", "gemma": "gemma",
                   "gemma2": "gemma2", "gemma3": "gemma3", "gemma3_text": "gemma3", "phi3": "phi3",
-                  "starcoder2": "starcoder2", "deepseek_v3": "deepseek_v3", "deepseek_v2": "deepseek_v3"}
+                  "starcoder2": "starcoder2", "deepseek_v3": "deepseek_v3", "deepseek_v2": "deepseek_v3",
+                  "qwen3_next": "qwen3_next", "qwen3_5": "qwen3_5", "qwen3_5_text": "qwen3_5",
+                  "qwen3_5_moe": "qwen3_5_moe", "qwen3_5_moe_text": "qwen3_5_moe"}
+#: hybrid Gated DeltaNet families: the full-attention layers' q_proj also yields an output gate (2 × heads ×
+#: head_dim), q/k norms on those layers, and a sigmoid gate (hidden → 1) on the shared expert
+GATED_ATTENTION_FAMILIES = frozenset({"qwen3_next", "qwen3_5", "qwen3_5_moe"})
 
 
 @dataclass(frozen=True)
@@ -91,6 +96,14 @@ class ModelSpec(Record):
     hf_repo: str = ""
     source: str = "catalog"
     gated_mlp: bool = True
+    # hybrid linear attention (Qwen3-Next, Qwen3.5: Gated DeltaNet): every full_attention_interval-th layer
+    # is full attention with a KV cache, the others keep a fixed recurrent state per sequence
+    full_attention_interval: int = 0
+    linear_num_key_heads: int = 0
+    linear_num_value_heads: int = 0
+    linear_key_head_dim: int = 0
+    linear_value_head_dim: int = 0
+    linear_conv_kernel: int = 0
 
     # -- derived ----------------------------------------------------------------------------------
     @property
@@ -104,6 +117,38 @@ class ModelSpec(Record):
     @property
     def is_mla(self) -> bool:
         return self.kv_lora_rank > 0
+
+    @property
+    def is_hybrid(self) -> bool:
+        return self.full_attention_interval > 1 and self.linear_num_value_heads > 0
+
+    @property
+    def attention_layers(self) -> tuple[int, ...]:
+        """Layers with (full or sliding) attention and a KV cache: all, or every interval-th of a hybrid."""
+        if not self.is_hybrid:
+            return tuple(range(self.num_layers))
+        return tuple(i for i in range(self.num_layers) if (i + 1) % self.full_attention_interval == 0)
+
+    @property
+    def linear_layers(self) -> tuple[int, ...]:
+        """Gated DeltaNet layers of a hybrid (none otherwise)."""
+        attn = set(self.attention_layers)
+        return tuple(i for i in range(self.num_layers) if i not in attn)
+
+    @property
+    def linear_conv_channels(self) -> int:
+        """Channels of a Gated DeltaNet layer's causal conv1d: q and k (key heads × key dim) and v."""
+        return (2 * self.linear_num_key_heads * self.linear_key_head_dim
+                + self.linear_num_value_heads * self.linear_value_head_dim)
+
+    @property
+    def linear_state_values(self) -> int:
+        """Values a Gated DeltaNet layer keeps per sequence, whatever its length: the recurrent state (value
+        heads × key dim × value dim) and the last kernel − 1 steps of the conv input."""
+        if not self.is_hybrid:
+            return 0
+        return (self.linear_num_value_heads * self.linear_key_head_dim * self.linear_value_head_dim
+                + (self.linear_conv_kernel - 1) * self.linear_conv_channels)
 
     @property
     def q_dim(self) -> int:
@@ -208,7 +253,13 @@ def spec_from_row(row: Mapping) -> ModelSpec:
         q_lora_rank=_int(row.get("q_lora_rank")), qk_rope_head_dim=_int(row.get("qk_rope_head_dim")),
         qk_nope_head_dim=_int(row.get("qk_nope_head_dim")), v_head_dim=_int(row.get("v_head_dim")),
         torch_dtype=str(row.get("torch_dtype") or ""), hf_repo=str(row.get("hf_repo") or ""),
-        source="catalog", gated_mlp=family not in UNGATED_MLP_FAMILIES)
+        source="catalog", gated_mlp=family not in UNGATED_MLP_FAMILIES,
+        full_attention_interval=_int(row.get("full_attention_interval")),
+        linear_num_key_heads=_int(row.get("linear_num_key_heads")),
+        linear_num_value_heads=_int(row.get("linear_num_value_heads")),
+        linear_key_head_dim=_int(row.get("linear_key_head_dim")),
+        linear_value_head_dim=_int(row.get("linear_value_head_dim")),
+        linear_conv_kernel=_int(row.get("linear_conv_kernel")))
     if spec.is_mla and spec.head_dim != spec.qk_nope_head_dim + spec.qk_rope_head_dim:
         # the catalog stores hidden/heads in head_dim for MLA models; the real query/key head is nope + rope
         spec = replace(spec, head_dim=spec.qk_nope_head_dim + spec.qk_rope_head_dim)
@@ -283,6 +334,17 @@ def spec_from_hf_config(config: Mapping, name: str = "config.json") -> ModelSpec
         qk_nope_head_dim=_int(cfg.get("qk_nope_head_dim")), v_head_dim=_int(cfg.get("v_head_dim")),
         torch_dtype=str(cfg.get("torch_dtype") or cfg.get("dtype") or ""), hf_repo=repo,
         source="config.json", gated_mlp=family not in UNGATED_MLP_FAMILIES)
+    if _int(cfg.get("full_attention_interval")) > 1 and _int(cfg.get("linear_num_value_heads")):
+        shared = _int(cfg.get("shared_expert_intermediate_size"))
+        spec = replace(spec, full_attention_interval=_int(cfg.get("full_attention_interval")),
+                       linear_num_key_heads=_int(cfg.get("linear_num_key_heads")),
+                       linear_num_value_heads=_int(cfg.get("linear_num_value_heads")),
+                       linear_key_head_dim=_int(cfg.get("linear_key_head_dim")),
+                       linear_value_head_dim=_int(cfg.get("linear_value_head_dim")),
+                       linear_conv_kernel=_int(cfg.get("linear_conv_kernel_dim")),
+                       num_shared_experts=(shared // spec.moe_intermediate_size
+                                           if experts and shared and spec.moe_intermediate_size else
+                                           spec.num_shared_experts))
     _check_config_spec(spec, name)
     total, active = count_parameters(spec)
     return replace(spec, params_total=total, params_active=active)
@@ -296,7 +358,10 @@ CONFIG_BOUNDS = (("num_layers", 1, 10_000), ("hidden_size", 1, 1_000_000), ("num
                  ("max_context", 0, 1_000_000_000), ("num_experts", 0, 100_000), ("experts_per_token", 0, 100_000),
                  ("num_shared_experts", 0, 100_000), ("first_dense_layers", 0, 10_000),
                  ("sliding_window", 0, 1_000_000_000), ("kv_lora_rank", 0, 1_000_000), ("q_lora_rank", 0, 1_000_000),
-                 ("qk_rope_head_dim", 0, 100_000), ("qk_nope_head_dim", 0, 100_000), ("v_head_dim", 0, 100_000))
+                 ("qk_rope_head_dim", 0, 100_000), ("qk_nope_head_dim", 0, 100_000), ("v_head_dim", 0, 100_000),
+                 ("full_attention_interval", 0, 10_000), ("linear_num_key_heads", 0, 100_000),
+                 ("linear_num_value_heads", 0, 100_000), ("linear_key_head_dim", 0, 100_000),
+                 ("linear_value_head_dim", 0, 100_000), ("linear_conv_kernel", 0, 1_000))
 
 
 #: the config.json key a ModelSpec field is read from, for messages
@@ -484,10 +549,21 @@ def weight_tensors(spec: ModelSpec) -> list[TensorGroup]:
                                   all_layers, True))
         groups.append(TensorGroup("attn_output", nh * vd, nh * vd * h, all_layers, True))
     else:
-        groups.append(TensorGroup("attn_q", h, h * spec.q_dim, all_layers, True))
-        groups.append(TensorGroup("attn_k", h, h * spec.kv_dim, all_layers, True))
-        groups.append(TensorGroup("attn_v", h, h * spec.kv_dim, all_layers, True))
-        groups.append(TensorGroup("attn_output", spec.q_dim, spec.q_dim * h, all_layers, True))
+        attn = spec.attention_layers
+        q_out = spec.q_dim * (2 if spec.family in GATED_ATTENTION_FAMILIES else 1)  # + the output gate
+        groups.append(TensorGroup("attn_q", h, h * q_out, attn, True))
+        groups.append(TensorGroup("attn_k", h, h * spec.kv_dim, attn, True))
+        groups.append(TensorGroup("attn_v", h, h * spec.kv_dim, attn, True))
+        groups.append(TensorGroup("attn_output", spec.q_dim, spec.q_dim * h, attn, True))
+    if spec.is_hybrid:  # Gated DeltaNet: in_proj_qkvz, in_proj_ba, the causal conv1d, out_proj
+        lin = spec.linear_layers
+        key = spec.linear_num_key_heads * spec.linear_key_head_dim
+        val = spec.linear_num_value_heads * spec.linear_value_head_dim
+        groups.append(TensorGroup("ssm_in", h, h * (2 * key + 2 * val), lin, True))
+        groups.append(TensorGroup("ssm_ba", h, h * 2 * spec.linear_num_value_heads, lin))
+        groups.append(TensorGroup("ssm_conv1d", spec.linear_conv_kernel,
+                                  spec.linear_conv_channels * spec.linear_conv_kernel, lin))
+        groups.append(TensorGroup("ssm_out", val, val * h, lin, True))
     # feed-forward
     dense_layers = tuple(range(spec.first_dense_layers)) if spec.is_moe else all_layers
     moe_layers = tuple(range(spec.first_dense_layers, L)) if spec.is_moe else ()
@@ -508,6 +584,8 @@ def weight_tensors(spec: ModelSpec) -> list[TensorGroup]:
             groups.append(TensorGroup("ffn_gate_shexp", h, h * si, moe_layers, True))
             groups.append(TensorGroup("ffn_up_shexp", h, h * si, moe_layers, True))
             groups.append(TensorGroup("ffn_down_shexp", si, si * h, moe_layers, True))
+            if spec.family in GATED_ATTENTION_FAMILIES:  # shared_expert_gate: hidden → 1
+                groups.append(TensorGroup("ffn_gate_inp_shexp", h, h, moe_layers))
     groups.append(TensorGroup("norm", h, _vector_params(spec)))
     return groups
 
@@ -523,6 +601,11 @@ def _vector_params(spec: ModelSpec) -> int:
         n += h * L + (spec.intermediate_size + h) * L
     if spec.family in QK_NORM_FAMILIES:
         n += 2 * spec.head_dim * L
+    if spec.is_hybrid:
+        # q/k norms of the full-attention layers; per Gated DeltaNet layer dt_bias and A_log (one per value
+        # head) and the gated RMSNorm over a value head
+        n += 2 * spec.head_dim * len(spec.attention_layers)
+        n += (2 * spec.linear_num_value_heads + spec.linear_value_head_dim) * len(spec.linear_layers)
     if spec.is_mla:
         n += (spec.q_lora_rank + spec.kv_lora_rank) * L  # q_a_layernorm, kv_a_layernorm
     if spec.is_moe and spec.family == "deepseek_v3":

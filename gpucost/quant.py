@@ -297,11 +297,16 @@ def _layer_types(r: _Rules, kind: str, layers: np.ndarray) -> np.ndarray:
     return types
 
 
+#: tensors no quantizer converts: norms and biases, the MoE routers (llama.cpp's llama-quant.cpp skips
+#: ffn_gate_inp and ssm_conv1d weights), a Gated DeltaNet layer's causal conv1d
+UNQUANTIZED = ("norm", "ffn_gate_inp", "ffn_gate_inp_shexp", "ssm_conv1d")
+
+
 def _whole_tensor_type(r: _Rules, g, tied: bool) -> str | None:
     """The type of a tensor that is not per-layer (or of a float file), else None."""
     if g.kind == "other":  # a model without an LLM architecture: one group at the base type
         return r.base
-    if g.kind in ("norm", "ffn_gate_inp"):  # 1-D tensors and the MoE router are not quantized
+    if g.kind in UNQUANTIZED:  # 1-D tensors, the MoE routers and the conv of a DeltaNet layer stay F32
         return "F32"
     if r.ftype in ("F16", "BF16", "F32"):
         return r.ftype
@@ -335,8 +340,7 @@ def gguf_tensor_types(spec: ModelSpec, fmt_id: str) -> list[tuple[str, int, floa
     for g in weight_tensors(spec):
         whole = _whole_tensor_type(r, g, spec.tie_embeddings)
         if whole is not None:
-            one_group = g.kind in ("other", "norm", "ffn_gate_inp")
-            out.append((g.kind, g.ne0, float(g.numel) if one_group else g.total, whole))
+            out.append((g.kind, g.ne0, g.total, whole))
             continue
         types = _layer_types(r, g.kind, np.asarray(g.layers))
         for t in np.unique(types):
@@ -401,7 +405,7 @@ def _weight_bytes_cached(spec: ModelSpec, fmt: QuantFormat) -> WeightBytes:
         for g in weight_tensors(spec):
             if g.kind == "output" and fmt.family == "exl2":
                 bits = EXL2_HEAD_BITS
-            elif g.kind in ("token_embd", "output", "norm", "ffn_gate_inp"):
+            elif g.kind in ("token_embd", "output", *UNQUANTIZED):
                 bits = float_bits
             elif fmt.family == "mx" and not g.kind.endswith("_exps"):
                 bits = float_bits  # MXFP4 checkpoints (GPT-OSS) quantize the MoE experts alone, the rest is BF16
@@ -422,7 +426,7 @@ def _add(parts: dict, kind: str, b: float) -> None:
         parts["embed"] += b
     elif kind == "output":
         parts["output"] += b
-    elif kind in ("norm", "ffn_gate_inp"):
+    elif kind in UNQUANTIZED:
         parts["vectors"] += b
     elif kind.endswith("_exps"):
         parts["experts"] += b

@@ -214,7 +214,8 @@ def _flops_per_token(spec: ModelSpec, context: float) -> float:
         return 2 * spec.params_active
     embed = spec.vocab_size * spec.hidden_size if not spec.tie_embeddings else 0
     n_swa = spec.sliding_window_layers if spec.sliding_window else 0
-    attended = (spec.num_layers - n_swa) * context + n_swa * min(context, spec.sliding_window or context)
+    # a hybrid's linear-attention layers attend to no past tokens: their state update is in the parameters
+    attended = (len(spec.attention_layers) - n_swa) * context + n_swa * min(context, spec.sliding_window or context)
     qk = spec.num_attention_heads * (spec.qk_nope_head_dim + spec.qk_rope_head_dim if spec.is_mla else spec.head_dim)
     return 2 * (spec.params_active - embed) + 4 * attended * qk
 

@@ -82,6 +82,27 @@ def test_kv_cache_sliding_windows(cat):
     assert estimate(g, bf, Setup(context=8192, engine="vllm")).per_gpu.kv_cache == pytest.approx(want)
 
 
+def test_kv_cache_of_a_hybrid_linear_attention_model(cat):
+    # Qwen3-Next-80B-A3B (config.json): 48 layers, full_attention_interval 4 → 12 full-attention layers
+    # with 2 KV heads × head_dim 256; the other 36 are Gated DeltaNet layers (16 key heads, 32 value heads,
+    # head dims 128, conv kernel 4) that keep per sequence a 32 × 128 × 128 recurrent state and the last 3
+    # steps of the conv input (2 × 16 × 128 + 32 × 128 = 8,192 channels), whatever the context
+    m = spec(cat, "qwen3-next-80b-a3b")
+    kv_per_token = 2 * 12 * 2 * 256 * 2                    # bytes: K and V, 12 layers, bf16
+    state_values = 36 * (32 * 128 * 128 + 3 * 8192)        # per sequence
+    bf = fmt(cat, "bf16")
+    for ctx, batch in ((4096, 1), (32768, 1), (32768, 4)):
+        got = estimate(m, bf, Setup(context=ctx, batch=batch, engine="vllm")).per_gpu.kv_cache
+        assert got == pytest.approx((kv_per_token * ctx + state_values * 2) * batch / GIB)
+    # llama.cpp keeps recurrent states in F32
+    q4 = fmt(cat, "q4_k_m")
+    got = estimate(m, q4, Setup(context=32768, engine="llama.cpp")).per_gpu.kv_cache
+    assert got == pytest.approx((kv_per_token * 32768 + state_values * 4) / GIB)
+    # a quarter of a dense model's KV cache per token: Llama 3.1 70B (80 layers × 8 KV heads × 128) holds
+    # 320 KiB per token, Qwen3-Next 24 KiB
+    assert estimate(m, bf, Setup(context=131072, engine="vllm")).per_gpu.kv_cache < 3.1
+
+
 def test_tensor_parallel_splits_kv_heads_then_replicates(cat):
     l70 = spec(cat, "llama-3-70b")
     bf = fmt(cat, "bf16")

@@ -65,6 +65,29 @@ def test_llama2_7b_from_config_json_by_hand(tmp_path):
     assert spec.num_kv_heads == 32 and spec.head_dim == 128 and spec.source == "config.json"
 
 
+def test_qwen3_next_from_its_config_json_counts_like_the_catalog(tmp_path):
+    # Qwen3-Next-80B-A3B-Thinking's config.json shape keys (as published): the counted total is the catalog's
+    # 79,674 M (the multi-token-prediction layer excluded, as for DeepSeek), 3,875 M active per token
+    import json
+
+    from gpucost.models import load_config_file
+
+    cfg = {"architectures": ["Qwen3NextForCausalLM"], "model_type": "qwen3_next", "hidden_size": 2048,
+           "num_hidden_layers": 48, "num_attention_heads": 16, "num_key_value_heads": 2, "head_dim": 256,
+           "intermediate_size": 5120, "moe_intermediate_size": 512, "shared_expert_intermediate_size": 512,
+           "num_experts": 512, "num_experts_per_tok": 10, "decoder_sparse_step": 1, "full_attention_interval": 4,
+           "linear_num_key_heads": 16, "linear_num_value_heads": 32, "linear_key_head_dim": 128,
+           "linear_value_head_dim": 128, "linear_conv_kernel_dim": 4, "vocab_size": 151936,
+           "max_position_embeddings": 262144, "tie_word_embeddings": False, "torch_dtype": "bfloat16"}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(cfg))
+    spec = load_config_file(path)
+    assert spec.is_hybrid and len(spec.attention_layers) == 12 and spec.attention_layers[0] == 3
+    assert round(spec.params_total / 1e6) == 79_674
+    assert round(spec.params_active / 1e6) == 3_875
+    assert spec.linear_state_values == 32 * 128 * 128 + 3 * (2 * 16 * 128 + 32 * 128)
+
+
 def test_lora_parameters_exact():
     spec = resolve_model("llama-2-7b")
     # LoRA rank 8 on q_proj and v_proj: 8*(4096+4096) per matrix, 2 per layer, 32 layers = 4,194,304
