@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import re
+import time
 from pathlib import Path
 from urllib.parse import urlencode
 
@@ -147,6 +148,12 @@ def settle(page) -> None:
     page.wait_for_timeout(1500)
 
 
+def untranslated(page, allowed: set[str]) -> list[str]:
+    """The English words a 中文 page shows (names from the catalog and units allowed)."""
+    text = NAMES.sub(" ", page.evaluate(TEXT_JS))
+    return sorted({w for w in WORD.findall(text) if not _allowed(w, allowed)})
+
+
 @pytest.mark.parametrize("nb", PAGES)
 def test_every_page_holds_its_layout_at_both_sizes_and_speaks_chinese(server_browser, nb):
     # one visit per page, as a user who turns the phone and switches the language would: laptop and phone in
@@ -161,6 +168,11 @@ def test_every_page_holds_its_layout_at_both_sizes_and_speaks_chinese(server_bro
             if lang == "zh":
                 page.click(".gc-lang button:has-text('简体中文')")
                 page.wait_for_function("() => document.querySelector('.gc-nav').innerText.includes('选卡')")
+                # the switch recomputes the page (page 06 checks every claim again: seconds on a busy
+                # machine); what is still in English a minute later is untranslated
+                deadline = time.monotonic() + 60
+                while untranslated(page, allowed) and time.monotonic() < deadline:
+                    page.wait_for_timeout(1000)
             for size in sizes:
                 w, h = SIZES[size]
                 page.set_viewport_size({"width": w, "height": h})
@@ -168,11 +180,8 @@ def test_every_page_holds_its_layout_at_both_sizes_and_speaks_chinese(server_bro
                 assert_no_traceback(page)
                 shot(page, f"{nb.replace('.ipynb', '')}-{size}-{lang}")
                 problems += [f"{size}/{lang}: {p}" for p in page.evaluate(LAYOUT_JS)]
-                if lang == "zh":
-                    text = NAMES.sub(" ", page.evaluate(TEXT_JS))
-                    left = sorted({w for w in WORD.findall(text) if not _allowed(w, allowed)})
-                    if left:
-                        problems.append(f"{size}/zh: untranslated: {', '.join(left[:40])}")
+                if lang == "zh" and (left := untranslated(page, allowed)):
+                    problems.append(f"{size}/zh: untranslated: {', '.join(left[:40])}")
     finally:
         ctx.close()
     assert not problems, "\n".join(problems)
