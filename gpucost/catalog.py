@@ -135,7 +135,9 @@ SCHEMAS: dict[str, dict[str, str]] = {
 OPTIONAL_NEW_COLUMNS: dict[str, tuple[str, ...]] = {
     "gpus": ("form_factor", "host_type", "retrieved_on"),
     "mig_profiles": ("retrieved_on",),
-    "models": ("vision_params_b", "retrieved_on"),
+    "prices": ("retrieved_on",),
+    "models": ("vision_params_b", "retrieved_on", "full_attention_interval", "linear_num_key_heads",
+               "linear_num_value_heads", "linear_key_head_dim", "linear_value_head_dim", "linear_conv_kernel"),
     "cloud_offers": ("provider_kind", "retrieved_on"),
     "benchmarks": ("backend", "prompt_tokens", "concurrency", "offload", "measure_kind", "retrieved_on")}
 

@@ -2,7 +2,9 @@
 
 The one place the engines read prices from. A card's street price is the median of its rows in the
 display currency when there are any (a Chinese buyer sees Chinese prices), else the median of all its
-rows converted through fx.csv; whole-server quotes (channel ``server-quote``) are left out. The cloud
+rows converted through fx.csv — of the rows dated within a year of its newest quote, so that a 2022
+launch price does not pull a 2026 street price down (the date shown is that newest quote's); whole-server
+quotes (channel ``server-quote``) are left out. The cloud
 price is the lowest on-demand price per GPU-hour over the offers the user's market can buy (the market
 follows the currency: CNY → China; :mod:`gpucost.offers`), with the market's median and offer count next
 to it; a card with no offer in the market gets the cheapest anywhere, marked "outside". Offers are the
@@ -22,6 +24,8 @@ from gpucost.errors import UnknownNameError
 from gpucost.offers import default_market, in_market, market_of
 
 PRICE_BASES = ("new", "used", "cloud")
+#: a street price is the median of a card's quotes dated within this many days of its newest quote
+PRICE_WINDOW_DAYS = 365
 #: price basis → the price_summary column holding it
 BASIS_COLUMN = {"new": "price_new", "used": "price_used", "cloud": "cloud_hourly"}
 
@@ -38,6 +42,9 @@ def _summary(catalog: Catalog, currency: str) -> pd.DataFrame:
         rows["value"] = rows["price"] * (rates[currency] / rows["currency"].map(rates).to_numpy())
         has_local = rows.groupby("gpu_id")["in_target"].transform("any")
         rows = rows[~has_local | rows["in_target"]]
+        dated = pd.to_datetime(rows["as_of"].astype(str), errors="coerce")
+        newest = dated.groupby(rows["gpu_id"]).transform("max")
+        rows = rows[dated >= newest - pd.Timedelta(days=PRICE_WINDOW_DAYS)]
         g = rows.groupby("gpu_id")
         out[f"price_{cond}"] = g["value"].median()
         out[f"price_{cond}_source"] = g["source"].agg(lambda s: " ; ".join(dict.fromkeys(s)))

@@ -95,7 +95,18 @@ def test_every_offer_and_price_refers_to_a_catalog_gpu_and_known_currency():
     providers = {p.lower() for p in cat.offers["provider"]}
     for p in ["aws", "gcp", "azure", "lambda", "runpod", "vast"]:
         assert any(p in q for q in providers), p
-    assert set(cat.offers[cat.offers["currency"] == "CNY"]["provider"]).__len__() >= 2
+    assert len(set(cat.offers[cat.offers["currency"] == "CNY"]["provider"])) >= 1  # AWS China, dated
+
+
+def test_every_price_is_dated_when_it_was_true_not_when_it_was_read():
+    # issue 17: rows whose only date was the day the page was read (notes "undated source, read …") are
+    # redated from another document or dropped; the V100 rows citing an AI chat page are gone
+    cat = Catalog()
+    for name, df in (("prices", cat.prices), ("cloud_offers", cat.offers)):
+        notes = df["notes"].fillna("").astype(str)
+        unresolved = df[notes.str.contains("undated source, read") & ~notes.str.contains("redated")]
+        assert unresolved.empty, (name, unresolved[["gpu_id", "source"]].to_dict("records"))
+        assert not df["source"].astype(str).str.contains("claude.ai").any(), name
 
 
 def test_currency_round_trip_is_stable():

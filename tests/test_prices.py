@@ -131,14 +131,16 @@ def test_skypilot_folder_update_and_offline_in_one_line(tmp_path):
 
 
 def test_bundled_prices_are_chosen_within_the_market(cat):
-    """The bundled snapshot: a US user's RTX 4090 price is not a Chinese marketplace's yuan price; a
-    Chinese user's is."""
+    """The bundled snapshot: a US user's T4 price is not AWS China's yuan price (the cheapest in CNY terms
+    is not what a US user can rent); a Chinese user's is. A card with no dated offer in China (the RTX 4090
+    since the undated marketplace rows were dropped) gets the cheapest anywhere, marked outside."""
     from gpucost.pricing import price_index
 
-    usd, cny = price_index(cat, "USD").loc["rtx-4090"], price_index(cat, "CNY").loc["rtx-4090"]
-    assert cny["cloud_market"] == "china"
-    assert usd["cloud_market"] != "china" and not usd["cloud_offer"].startswith(("suanjia", "hengyuan", "matpool"))
+    usd, cny = price_index(cat, "USD").loc["t4"], price_index(cat, "CNY").loc["t4"]
+    assert cny["cloud_market"] == "china" and cny["cloud_offer"].startswith("aws-china")
+    assert usd["cloud_market"] != "china" and not usd["cloud_offer"].startswith("aws-china")
     assert usd["cloud_median"] >= usd["cloud_hourly"] and usd["cloud_offers"] >= 2
+    assert price_index(cat, "CNY").loc["rtx-4090", "cloud_market"] == "outside china"
 
 
 def test_a_price_upload_stands_in_for_its_cards_and_keeps_the_rest():
