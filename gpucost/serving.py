@@ -97,6 +97,7 @@ class ServePlan(Record):
     break_even: dict = field(default_factory=dict)
     ttft_queued_ms: float | None = None   # mean TTFT at the peak with the wait for the prefills queued ahead
     prefill_utilization: float | None = None  # share of a replica's time spent on prefills at the peak
+    replica_max_rps: float | None = None  # the highest load [requests/s] one replica holds within the targets
 
 
 def kv_capacity(spec: ModelSpec, fmt: QuantFormat, gpu: Gpu, *, context: int, prompt: int | None = None,
@@ -197,6 +198,17 @@ def queued_ttft_ms(ttft_ms: float, prefill_ms: float, rho: float) -> float:
     return ttft_ms + rho * prefill_ms / (2 * (1 - rho))
 
 
+def max_rps_within_ttft(prefill_ms: float, ttft_ms: float, ttft_target_ms: float | None) -> float:
+    """The most requests per second one replica takes before the queued TTFT passes the target (infinite
+    without a target): the prefill utilization at which :func:`queued_ttft_ms` reaches it."""
+    if ttft_target_ms is None or prefill_ms <= 0:
+        return math.inf
+    slack = ttft_target_ms - ttft_ms
+    if slack <= 0:
+        return 0.0
+    return 2 * slack / (prefill_ms + 2 * slack) / (prefill_ms / 1e3)
+
+
 def replicas_needed(peak_rps: float, capacity_rps: float, prefill_ms: float, ttft_ms: float,
                     ttft_target_ms: float | None) -> int | None:
     """Replicas for ``peak_rps``: enough for its throughput, and (with a TTFT target) few enough prefills
@@ -226,6 +238,7 @@ def plan_serving(spec: ModelSpec, fmt: QuantFormat, gpu: Gpu, load: Load, *, gpu
     hit = load.prefix_hit
     ctx = load.input_tokens + load.output_tokens // 2
     point = None
+    replica_max = 0.0
     if max_conc >= 1:
         first = speed(spec, fmt, gpu, gpus=gpus, batch=1, context=max(load.input_tokens, 1), engine=engine,
                       kv_dtype=kv_dtype, catalog=catalog)
@@ -245,6 +258,8 @@ def plan_serving(spec: ModelSpec, fmt: QuantFormat, gpu: Gpu, load: Load, *, gpu
             reps = replicas_needed(peak, rps, prefill_s * 1e3, ttft, ttft_ms)
             if reps is None:
                 continue
+            holds = min(rps, max_rps_within_ttft(prefill_s * 1e3, ttft, ttft_ms))
+            replica_max = max(replica_max, holds)
             if best is None or (reps, -rps) < best:
                 best = (reps, -rps)
                 point = OperatingPoint(batch=b, tpot_ms=sp.step_ms, ttft_ms=ttft, requests_per_s=rps,
@@ -292,10 +307,12 @@ def plan_serving(spec: ModelSpec, fmt: QuantFormat, gpu: Gpu, load: Load, *, gpu
             if h.per_hour is not None and api_per_rps > 0:
                 rps = h.per_hour * gpus * HOURS_PER_MONTH / api_per_rps
                 even[basis] = {"requests_per_s": rps, "utilization": rps / point.requests_per_s,
+                               "tokens_per_month": rps * (load.input_tokens + load.output_tokens) * 3600
+                               * HOURS_PER_MONTH,
                                "api": f"{apis[0]['provider']} {apis[0]['api_model']}"}
     return ServePlan(spec.id, fmt.id, gpu.id, gpus, engine, load, max_conc, per_seq, pool, point, capacity, replicas,
                      cards, util, cost_in, cost_out, monthly, currency.upper(), apis, tuple(notes), even, ttft_queued,
-                     rho)
+                     rho, replica_max)
 
 
 def _apis(spec: ModelSpec, load: Load, catalog: Catalog, currency: str) -> list[dict]:

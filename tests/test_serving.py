@@ -192,3 +192,45 @@ def test_page_07_answers_like_the_cli(tmp_path):
     assert "serve this load" in rec["summary"]
     zh = run_notebook("07_serving.ipynb", {"lang": "zh", "tpot_ms": 0.5}, tmp_path)
     assert zh["currency"] == "CNY" and "找不到可行的运行点" in zh["summary"]
+
+
+# --------------------------------------------------------------------------------------------------
+# Properties (hypothesis)
+# --------------------------------------------------------------------------------------------------
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+PROPS = settings(max_examples=25, deadline=None)
+LOADS = st.tuples(st.floats(0.05, 40), st.integers(50, 4000), st.integers(10, 1000))
+
+
+@PROPS
+@given(load=LOADS, more=st.floats(1.0, 5.0))
+def test_more_load_never_needs_fewer_replicas(cat, load, more):
+    rps, n_in, n_out = load
+    a = _plan(cat, Load(rps, n_in, n_out), card="rtx-4090", ttft_ms=2000, tpot_ms=60)
+    b = _plan(cat, Load(rps * more, n_in, n_out), card="rtx-4090", ttft_ms=2000, tpot_ms=60)
+    if a.replicas is not None and b.replicas is not None:
+        assert b.replicas >= a.replicas
+
+
+@PROPS
+@given(load=LOADS, target=st.floats(100, 5000), tighter=st.floats(0.2, 1.0))
+def test_a_tighter_ttft_target_never_raises_what_one_replica_holds(cat, load, target, tighter):
+    rps, n_in, n_out = load
+    loose = _plan(cat, Load(rps, n_in, n_out), card="rtx-4090", ttft_ms=target)
+    tight = _plan(cat, Load(rps, n_in, n_out), card="rtx-4090", ttft_ms=target * tighter)
+    held = [p.replica_max_rps or 0.0 for p in (loose, tight)]
+    assert held[1] <= held[0] * (1 + 1e-9)
+
+
+@PROPS
+@given(load=LOADS, hit=st.floats(0, 0.9), more=st.floats(0, 0.09))
+def test_a_higher_prefix_cache_hit_rate_never_raises_the_bill(cat, load, hit, more):
+    rps, n_in, n_out = load
+    low = _plan(cat, Load(rps, n_in, n_out, prefix_hit=hit), card="rtx-4090")
+    high = _plan(cat, Load(rps, n_in, n_out, prefix_hit=hit + more), card="rtx-4090")
+    if low.monthly_cost and high.monthly_cost:
+        assert high.monthly_cost["cloud"] <= low.monthly_cost["cloud"] + 1e-9
+        assert high.apis[0]["monthly_cost"] <= low.apis[0]["monthly_cost"] + 1e-9

@@ -93,7 +93,8 @@ def render_text(r) -> str:
               f"per month [{r['currency']}]: " + ", ".join(f"{b} {_m(v)}" for b, v in r["monthly_cost"].items())]
     for basis, e in r.get("break_even", {}).items():
         lines.append(f"break-even with {e['api']} ({basis}): one replica is cheaper above {e['requests_per_s']:.2f} "
-                     f"req/s on average ({e['utilization'] * 100:.0f} % of its capacity)")
+                     f"req/s on average ({e['tokens_per_month'] / 1e6:,.0f}M tokens a month, "
+                     f"{e['utilization'] * 100:.0f} % of its capacity)")
     for a in r["apis"][:8]:
         lines.append(f"API {a['provider']} {a['api_model']} ({a['tier']}): {a['input_per_1m']:.3f} / "
                      f"{a['output_per_1m']:.3f} per 1M in/out → {a['monthly_cost']:,.0f} per month ({a['as_of']})")

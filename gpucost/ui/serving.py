@@ -119,7 +119,8 @@ class ServingPage(Page):
             if even:
                 key = "sv_break_even" if even["utilization"] <= 1 else "sv_break_even_never"
                 answer += " " + t(key, basis=t(f"sv_basis_{best}"), rps=f"{even['requests_per_s']:.2f}",
-                                  util=f"{even['utilization'] * 100:.0f}")
+                                  util=f"{even['utilization'] * 100:.0f}",
+                                  tokens=f"{even['tokens_per_month'] / 1e6:,.0f}M")
         band = p.capacity_band
         self.summary.value = (f"<p class='gc-answer'><b>{html.escape(answer)}</b></p><p class='gc-help'>"
                               + html.escape(t("sv_capacity", batch=pt.batch, rps=f"{pt.requests_per_s:.2f}",
