@@ -201,7 +201,7 @@ def _pair_arrays(spec: ModelSpec, fmt: QuantFormat) -> dict[str, float]:
         mlp_tok = (spec.experts_per_token * (spec.moe_intermediate_size or spec.intermediate_size)
                    + spec.num_shared_experts * (spec.moe_intermediate_size or 0)) if spec.is_moe \
             else spec.intermediate_size
-        if spec.is_moe and spec.first_dense_layers:
+        if spec.is_moe and (spec.first_dense_layers or spec.moe_layer_step > 1):
             mlp_tok = max(mlp_tok, spec.intermediate_size)
         n_swa = spec.sliding_window_layers if spec.sliding_window else 0
         n_attn = len(spec.attention_layers)  # a hybrid's Gated DeltaNet layers keep no KV cache

@@ -99,6 +99,9 @@ class ModelSpec(Record):
     # hybrid linear attention (Qwen3-Next, Qwen3.5: Gated DeltaNet): every full_attention_interval-th layer
     # is full attention with a KV cache, the others keep a fixed recurrent state per sequence
     full_attention_interval: int = 0
+    # interleaved MoE (Llama 4 Maverick: interleave_moe_layer_step 2): every moe_layer_step-th layer is MoE,
+    # the others dense with intermediate_size; 0 or 1: every layer after first_dense_layers
+    moe_layer_step: int = 0
     linear_num_key_heads: int = 0
     linear_num_value_heads: int = 0
     linear_key_head_dim: int = 0
@@ -164,7 +167,15 @@ class ModelSpec(Record):
 
     @property
     def moe_layers(self) -> int:
-        return self.num_layers - self.first_dense_layers if self.is_moe else 0
+        return len(self.moe_layer_ids)
+
+    @property
+    def moe_layer_ids(self) -> tuple[int, ...]:
+        """The layers whose feed-forward is a mixture of experts."""
+        if not self.is_moe:
+            return ()
+        step = max(self.moe_layer_step, 1)
+        return tuple(i for i in range(self.first_dense_layers, self.num_layers) if (i + 1) % step == 0)
 
     @property
     def kv_values_per_token_per_layer(self) -> int:
@@ -259,7 +270,7 @@ def spec_from_row(row: Mapping) -> ModelSpec:
         linear_num_value_heads=_int(row.get("linear_num_value_heads")),
         linear_key_head_dim=_int(row.get("linear_key_head_dim")),
         linear_value_head_dim=_int(row.get("linear_value_head_dim")),
-        linear_conv_kernel=_int(row.get("linear_conv_kernel")))
+        linear_conv_kernel=_int(row.get("linear_conv_kernel")), moe_layer_step=_int(row.get("moe_layer_step")))
     if spec.is_mla and spec.head_dim != spec.qk_nope_head_dim + spec.qk_rope_head_dim:
         # the catalog stores hidden/heads in head_dim for MLA models; the real query/key head is nope + rope
         spec = replace(spec, head_dim=spec.qk_nope_head_dim + spec.qk_rope_head_dim)
@@ -334,6 +345,10 @@ def spec_from_hf_config(config: Mapping, name: str = "config.json") -> ModelSpec
         qk_nope_head_dim=_int(cfg.get("qk_nope_head_dim")), v_head_dim=_int(cfg.get("v_head_dim")),
         torch_dtype=str(cfg.get("torch_dtype") or cfg.get("dtype") or ""), hf_repo=repo,
         source="config.json", gated_mlp=family not in UNGATED_MLP_FAMILIES)
+    step = _first(cfg, "interleave_moe_layer_step", "decoder_sparse_step")
+    if experts and step > 1:
+        spec = replace(spec, moe_layer_step=step, intermediate_size=_first(cfg, "intermediate_size_mlp",
+                                                                          "intermediate_size") or spec.intermediate_size)
     if _int(cfg.get("full_attention_interval")) > 1 and _int(cfg.get("linear_num_value_heads")):
         shared = _int(cfg.get("shared_expert_intermediate_size"))
         spec = replace(spec, full_attention_interval=_int(cfg.get("full_attention_interval")),
@@ -361,7 +376,8 @@ CONFIG_BOUNDS = (("num_layers", 1, 10_000), ("hidden_size", 1, 1_000_000), ("num
                  ("qk_rope_head_dim", 0, 100_000), ("qk_nope_head_dim", 0, 100_000), ("v_head_dim", 0, 100_000),
                  ("full_attention_interval", 0, 10_000), ("linear_num_key_heads", 0, 100_000),
                  ("linear_num_value_heads", 0, 100_000), ("linear_key_head_dim", 0, 100_000),
-                 ("linear_value_head_dim", 0, 100_000), ("linear_conv_kernel", 0, 1_000))
+                 ("linear_value_head_dim", 0, 100_000), ("linear_conv_kernel", 0, 1_000),
+                 ("moe_layer_step", 0, 10_000))
 
 
 #: the config.json key a ModelSpec field is read from, for messages
@@ -565,8 +581,8 @@ def weight_tensors(spec: ModelSpec) -> list[TensorGroup]:
                                   spec.linear_conv_channels * spec.linear_conv_kernel, lin))
         groups.append(TensorGroup("ssm_out", val, val * h, lin, True))
     # feed-forward
-    dense_layers = tuple(range(spec.first_dense_layers)) if spec.is_moe else all_layers
-    moe_layers = tuple(range(spec.first_dense_layers, L)) if spec.is_moe else ()
+    moe_layers = spec.moe_layer_ids
+    dense_layers = tuple(i for i in all_layers if i not in set(moe_layers))
     inter = spec.intermediate_size
     if dense_layers:
         if spec.gated_mlp:

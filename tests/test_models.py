@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 
 from gpucost.catalog import Catalog
 from gpucost.errors import GpucostError, UnknownNameError
 from gpucost.models import (
+    catalog_spec,
     catalog_specs,
     count_parameters,
     fetch_hf_config,
@@ -86,6 +88,21 @@ def test_qwen3_next_from_its_config_json_counts_like_the_catalog(tmp_path):
     assert round(spec.params_total / 1e6) == 79_674
     assert round(spec.params_active / 1e6) == 3_875
     assert spec.linear_state_values == 32 * 128 * 128 + 3 * (2 * 16 * 128 + 32 * 128)
+
+
+def test_llama4_maverick_interleaves_moe_and_dense_layers(cat):
+    # config.json text_config: 48 layers, interleave_moe_layer_step 2 (layers 2, 4, … 48 are MoE: 128
+    # experts of 8,192 + one shared, top-1), the other 24 dense with intermediate_size_mlp 16,384
+    spec = catalog_spec("llama-4-maverick", cat)
+    assert spec.moe_layers == 24 and spec.moe_layer_ids[:2] == (1, 3)
+    total, active = count_parameters(spec)
+    h = 5120
+    dense_ffn, expert = 3 * h * 16384, 3 * h * 8192
+    # between the 24 dense and 24 MoE layers the difference is the experts, the shared expert and the router
+    assert total - count_parameters(replace(spec, moe_layer_step=0, num_experts=0))[0] == pytest.approx(
+        24 * (128 * expert + expert + h * 128) + 24 * dense_ffn - 48 * dense_ffn)
+    assert round((total + 0.872e9) / 1e6) == 401_584  # + the vision tower = the checkpoint's total
+    assert round((active + 0.872e9) / 1e6) == 18_057
 
 
 def test_lora_parameters_exact():
