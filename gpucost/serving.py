@@ -98,6 +98,7 @@ class ServePlan(Record):
     ttft_queued_ms: float | None = None   # mean TTFT at the peak with the wait for the prefills queued ahead
     prefill_utilization: float | None = None  # share of a replica's time spent on prefills at the peak
     replica_max_rps: float | None = None  # the highest load [requests/s] one replica holds within the targets
+    ttft_target_ms: float | None = None
 
 
 def kv_capacity(spec: ModelSpec, fmt: QuantFormat, gpu: Gpu, *, context: int, prompt: int | None = None,
@@ -312,7 +313,31 @@ def plan_serving(spec: ModelSpec, fmt: QuantFormat, gpu: Gpu, load: Load, *, gpu
                                "api": f"{apis[0]['provider']} {apis[0]['api_model']}"}
     return ServePlan(spec.id, fmt.id, gpu.id, gpus, engine, load, max_conc, per_seq, pool, point, capacity, replicas,
                      cards, util, cost_in, cost_out, monthly, currency.upper(), apis, tuple(notes), even, ttft_queued,
-                     rho, replica_max)
+                     rho, replica_max, ttft_ms)
+
+
+def cost_curve(plan: ServePlan, points: int = 25, span: float = 10.0) -> list[dict]:
+    """Monthly cost against the average load, from ``load / span`` to ``load × span`` (log-spaced), on the
+    plan's operating point: per basis the fleet the load needs (replicas for its peak and TTFT target,
+    :func:`replicas_needed`) at the plan's price per card, and the cheapest API's bill, which grows with
+    the load. At the plan's own load it is the plan's answer. Empty without an operating point."""
+    if plan.point is None or not plan.cards:
+        return []
+    ld, pt = plan.load, plan.point
+    prefill_ms = pt.ttft_ms - pt.tpot_ms
+    target = plan.ttft_target_ms
+    per_card = {b: (m / plan.cards if m is not None else None) for b, m in plan.monthly_cost.items()}
+    api_per_rps = plan.apis[0]["monthly_cost"] / ld.requests_per_s if plan.apis else None
+    out = []
+    for i in range(points):
+        rps = ld.requests_per_s * span ** (2 * i / (points - 1) - 1)
+        reps = replicas_needed(rps * ld.peak_ratio, pt.requests_per_s, prefill_ms, pt.ttft_ms, target)
+        row: dict = {"requests_per_s": rps, "replicas": reps,
+                     "api": api_per_rps * rps if api_per_rps is not None else None}
+        for b, c in per_card.items():
+            row[b] = c * reps * plan.gpus_per_replica if (c is not None and reps is not None) else None
+        out.append(row)
+    return out
 
 
 def _apis(spec: ModelSpec, load: Load, catalog: Catalog, currency: str) -> list[dict]:
@@ -338,5 +363,5 @@ def _apis(spec: ModelSpec, load: Load, catalog: Catalog, currency: str) -> list[
     return sorted(out, key=lambda a: a["monthly_cost"])
 
 
-__all__ = ["FitTable", "Load", "OperatingPoint", "ServePlan", "fit_table", "kv_capacity", "longest_context",
+__all__ = ["FitTable", "Load", "cost_curve", "OperatingPoint", "ServePlan", "fit_table", "kv_capacity", "longest_context",
            "plan_serving"]

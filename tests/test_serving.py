@@ -12,7 +12,7 @@ from gpucost.catalog import Catalog
 from gpucost.models import catalog_spec
 from gpucost.quant import get_format
 from gpucost.records import gpu
-from gpucost.serving import Load, fit_table, kv_capacity, longest_context, plan_serving
+from gpucost.serving import Load, cost_curve, fit_table, kv_capacity, longest_context, plan_serving
 from gpucost.units import HOURS_PER_MONTH
 from tests.conftest import run_cli
 
@@ -124,6 +124,26 @@ def test_break_even_with_the_cheapest_api(cat):
     assert p.break_even["new"]["requests_per_s"] < p.break_even["cloud"]["requests_per_s"]
     rec = run_cli("serve", "--model", "llama-3.1-8b", "--gpu", "rtx-4090", "--rps", "2")
     assert rec.returncode == 0 and "break-even with groq" in rec.stdout
+
+
+def test_cost_against_load_passes_through_the_plan_and_the_api_bill(cat):
+    p = _plan(cat, Load(2, 1000, 200), card="rtx-4090", ttft_ms=400)
+    rows = cost_curve(p)
+    assert len(rows) == 25 and rows[0]["requests_per_s"] == pytest.approx(0.2)
+    assert rows[-1]["requests_per_s"] == pytest.approx(20)
+    mid = rows[12]  # the plan's own load: the plan's answer
+    assert mid["requests_per_s"] == pytest.approx(2) and mid["replicas"] == p.replicas
+    for basis in ("new", "used", "cloud"):
+        assert mid[basis] == pytest.approx(p.monthly_cost[basis])
+        assert [r[basis] for r in rows] == sorted(r[basis] for r in rows)  # more load never costs less
+    assert mid["api"] == pytest.approx(p.apis[0]["monthly_cost"])
+    assert rows[-1]["api"] == pytest.approx(p.apis[0]["monthly_cost"] * 10)
+    # page 07 draws the same numbers
+    from gpucost.ui.serving import ServingPage
+
+    page = ServingPage(gpu="rtx-4090", requests_per_s=2.0, ttft_ms=400.0, tpot_ms=None, catalog=cat)
+    cloud = next(d for d in page.curve_chart.figure["data"] if d["name"] == "rented (your market)")
+    assert cloud["y"][12] == pytest.approx(p.monthly_cost["cloud"])
 
 
 def test_what_fits_a_card_by_hand(cat):

@@ -13,8 +13,11 @@ from gpucost.memory import ENGINE_PROFILES
 from gpucost.models import catalog_spec
 from gpucost.quant import formats
 from gpucost.records import gpu_records
-from gpucost.serving import Load, fit_table, plan_serving
+import plotly.graph_objects as go
+
+from gpucost.serving import Load, cost_curve, fit_table, plan_serving
 from gpucost.specs import SPECS
+from gpucost.ui.chart import TEMPLATE
 from gpucost.ui.shell import Page
 
 BASES = ("cloud", "new", "used")
@@ -72,7 +75,8 @@ class ServingPage(Page):
         self.fits_html = w.HTML()
         self.fits_html.add_class("gc-table")
         self.fits_html.add_class("gc-serve-fits")
-        self.results.children = [self.summary, self.details, self.apis_html, self.fits_html]
+        self.curve_chart = self.figure_box()
+        self.results.children = [self.summary, self.curve_chart, self.details, self.apis_html, self.fits_html]
         for wid in (self.model, self.quant, self.engine, self.card):
             wid.observe(lambda _: self.safe_refresh(), names="value")
 
@@ -103,6 +107,7 @@ class ServingPage(Page):
             self.summary.value = (f"<p class='gc-answer'><b>{html.escape(t('sv_none', card=p.gpu, n=p.gpus_per_replica))}"
                                   f"</b></p><p class='gc-help'>{notes}</p>")
             self.details.value = self.apis_html.value = ""
+            self.clear_figure(self.curve_chart)
             return
         pt = p.point
         best = next((b for b in BASES if p.cost_per_1m_output.get(b) is not None), None)
@@ -127,6 +132,7 @@ class ServingPage(Page):
                                               low=f"{band.get('low', 0):.2f}", high=f"{band.get('high', 0):.2f}",
                                               conc=p.max_concurrency, kv=f"{p.kv_per_sequence_gib:.3f}"))
                               + notes + "</p>")
+        self._draw_curve()
         heads = [t("sv_col_basis"), t("sv_col_in"), t("sv_col_out"), t("sv_col_month")]
         rows = "".join(f"<tr><td class='gc-l'>{html.escape(t(f'sv_basis_{b}'))}</td>"
                        f"<td>{self._money(p.cost_per_1m_input.get(b))}</td><td>{self._money(p.cost_per_1m_output.get(b))}</td>"
@@ -142,6 +148,27 @@ class ServingPage(Page):
                                 "<div class='gc-wide'><table><thead><tr>"
                                 + "".join(f"<th>{html.escape(h)}</th>" for h in aheads)
                                 + f"</tr></thead><tbody>{arows}</tbody></table></div>")
+
+    def _draw_curve(self) -> None:
+        """Monthly cost against the average load: each way of getting the cards, and the cheapest API."""
+        p, t = self.plan, self.t
+        rows = cost_curve(p)
+        cur = p.currency
+        fig = go.Figure(layout=dict(
+            height=360, margin=dict(l=70, r=20, t=50, b=50), template=TEMPLATE,
+            legend=dict(orientation="h", y=-0.25), title=t("sv_chart_title"),
+            xaxis=dict(title=t("sv_chart_x"), type="log"), yaxis=dict(title=t("sv_chart_y", cur=cur), type="log")))
+        x = [r["requests_per_s"] for r in rows]
+        for basis, color in (("cloud", "#1f77b4"), ("new", "#2ca02c"), ("used", "#9467bd")):
+            if rows and rows[0].get(basis) is not None:
+                fig.add_scatter(x=x, y=[r[basis] for r in rows], mode="lines", line=dict(shape="hv", color=color),
+                                name=t(f"sv_basis_{basis}"))
+        if p.apis:
+            a = p.apis[0]
+            fig.add_scatter(x=x, y=[r["api"] for r in rows], mode="lines", line=dict(color="#d62728", dash="dash"),
+                            name=f"{a['provider']} {a['api_model']}")
+        fig.add_vline(x=p.load.requests_per_s, line=dict(color="#7f7f7f", dash="dot"))
+        self.show_figure(self.curve_chart, fig)
 
     def _draw_fits(self) -> None:
         f, t = self.fits, self.t
