@@ -5,6 +5,7 @@ from __future__ import annotations
 import html
 
 import ipywidgets as w
+import plotly.graph_objects as go
 
 from gpucost.errors import GpucostError
 from gpucost.fmt import fmt_money
@@ -13,8 +14,6 @@ from gpucost.memory import ENGINE_PROFILES
 from gpucost.models import catalog_spec
 from gpucost.quant import formats
 from gpucost.records import gpu_records
-import plotly.graph_objects as go
-
 from gpucost.serving import Load, cost_curve, fit_table, plan_serving
 from gpucost.specs import SPECS
 from gpucost.ui.chart import TEMPLATE
