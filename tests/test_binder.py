@@ -36,7 +36,10 @@ def test_post_build_is_executable_and_voila_config_is_public_safe():
     assert vc["show_tracebacks"] is False
     assert vc["preheat_kernel"] is True
     assert any("csv" in pat for pat in vc["file_denylist"])
-    assert cfg["MappingKernelManager"]["cull_idle_timeout"] > 0
+    # issue 19: the kernel of a tab that closed without saying so is freed within about a minute (checked
+    # every 20 s); a kernel whose tab is still connected is never culled, however long its visitor reads
+    mkm = cfg["MappingKernelManager"]
+    assert mkm["cull_idle_timeout"] + mkm["cull_interval"] <= 90 and mkm["cull_connected"] is False
 
 
 def test_readme_badges_open_voila_and_lab():
