@@ -258,6 +258,8 @@ SPECS: Mapping[str, Spec] = {
     "tokens_per_s": Spec("float", None, gt=0, le=1e9, unit="tokens/s", optional=True),
     # serving a load (gpucost.serving)
     "requests_per_s": Spec("float", 1.0, gt=0, le=1e5, unit="requests/s", help="average requests per second"),
+    "tokens_per_day": Spec("float", None, gt=0, le=1e14, unit="tokens/day", optional=True, suffixes=True,
+                           help="instead of --rps: input + output tokens a day (average)"),
     "input_tokens": Spec("int", 1000, ge=1, le=2_000_000, unit="tokens", suffixes=True,
                          help="input (prompt) tokens per request"),
     "output_tokens": Spec("int", 200, ge=1, le=1_000_000, unit="tokens", suffixes=True,

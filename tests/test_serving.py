@@ -190,7 +190,12 @@ def test_cli_answers_and_refuses_bad_loads():
     assert p.returncode == 0, p.stderr
     d = json.loads(p.stdout)
     assert d["point"]["tpot_ms"] <= 30 and d["cards"] >= 1 and d["apis"]
-    for bad, frag in ((("--rps", "0"), "--rps"), (("--rps", "1", "--prefix-hit", "1.5"), "--prefix-hit")):
+    # a daily volume instead of a rate: 200M tokens a day of 1,000 + 200-token requests = 1.93 requests/s
+    v = run_cli("serve", "--model", "llama-3.1-8b", "--gpu", "rtx-4090", "--tokens-per-day", "200M", "--json")
+    assert v.returncode == 0, v.stderr
+    assert json.loads(v.stdout)["load"]["requests_per_s"] == pytest.approx(200e6 / 86_400 / 1_200)
+    for bad, frag in ((("--rps", "0"), "--rps"), (("--rps", "1", "--prefix-hit", "1.5"), "--prefix-hit"),
+                      (("--tokens-per-day", "-5"), "--tokens-per-day")):
         q = run_cli("serve", "--model", "llama-3.1-8b", "--gpu", "rtx-4090", *bad)
         assert q.returncode == 2 and q.stderr.count("\n") == 1 and frag in q.stderr
 

@@ -20,6 +20,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--quant", default="bf16", metavar="Q", help="weight format (default bf16)")
     p.add_argument("--kv-dtype", default="fp16", choices=["fp16", "bf16", "fp8"], help="KV-cache element type")
     add_spec(p, "--rps", "requests_per_s", metavar="R")
+    add_spec(p, "--tokens-per-day", "tokens_per_day", metavar="T")
     add_spec(p, "--peak-ratio", "peak_ratio", metavar="X")
     add_spec(p, "--input-tokens", "input_tokens")
     add_spec(p, "--output-tokens", "output_tokens")
@@ -47,7 +48,10 @@ def run(args: argparse.Namespace):
     if args.fits:
         return fit_table(spec, fmt, gpu_record(cat, args.gpu), gpus=args.gpus, engine=engine,
                          kv_dtype=args.kv_dtype).to_dict()
-    load = Load(args.rps, args.input_tokens, args.output_tokens, args.prefix_hit, args.peak_ratio)
+    rps = args.rps
+    if args.tokens_per_day is not None:  # a daily volume: the average request rate of its requests
+        rps = args.tokens_per_day / 86_400 / (args.input_tokens + args.output_tokens)
+    load = Load(rps, args.input_tokens, args.output_tokens, args.prefix_hit, args.peak_ratio)
     return plan_serving(spec, fmt, gpu_record(cat, args.gpu), load, gpus=args.gpus, engine=engine,
                         kv_dtype=args.kv_dtype, ttft_ms=args.ttft_ms, tpot_ms=args.tpot_ms, catalog=cat,
                         currency=args.currency.upper()).to_dict()
