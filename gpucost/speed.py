@@ -261,12 +261,8 @@ def decode_step(bytes_gpu, flops_gpu, layers, bw_gbps, peak_tflops_, eff: Engine
     return t, bound
 
 
-def speed(spec: ModelSpec, fmt: QuantFormat, gpu: Gpu, *, gpus: int = DEFAULTS.gpus, batch: int = DEFAULTS.batch,
-          context: int = DEFAULTS.context, engine: str = DEFAULTS.engine, kv_dtype: str = "fp16",
-          parallel: str | None = None, link: str = "auto", catalog: Catalog | None = None,
-          eff: EngineEfficiency | None = None, backend: str | None = None) -> SpeedEstimate:
-    """Decode and prefill speed of ``spec`` in ``fmt`` on ``gpus`` cards ``gpu`` (``backend``: cuda, rocm,
-    vulkan, metal… — llama.cpp's factors differ per backend; default: the card vendor's, :func:`default_backend`)."""
+def _check_speed_inputs(spec: ModelSpec, gpu: Gpu, gpus, batch, context, engine: str, parallel: str | None) -> str:
+    """Refuse what :func:`speed` cannot answer (one line each); returns the parallel mode to use."""
     if engine not in ENGINE_PROFILES:
         raise UnknownNameError("engine", engine, ENGINE_PROFILES)
     for name, v in (("GPU count", gpus), ("batch", batch), ("context", context)):
@@ -274,22 +270,20 @@ def speed(spec: ModelSpec, fmt: QuantFormat, gpu: Gpu, *, gpus: int = DEFAULTS.g
             raise GpucostError(f"{name} must be a whole number >= 1, not {v}")
     if not spec.is_llm:
         raise GpucostError(f"{spec.id} is a diffusion model: tokens/s does not apply")
-    backend = backend or default_backend(gpu)
-    uncalibrated = eff is None and backend != "cuda" and not any(
-        f"/{backend}" in k for k in factor_keys(engine, fmt, backend) if k in efficiency_table(catalog))
-    eff = eff or engine_efficiency(engine, catalog, fmt, backend)
-    prof = ENGINE_PROFILES[engine]
-    parallel = parallel or prof.parallel
+    parallel = parallel or ENGINE_PROFILES[engine].parallel
     if parallel not in ("tensor", "layer"):
         raise UnknownNameError("parallel mode", parallel, ("tensor", "layer"))
     if parallel == "tensor" and gpus > 1 and spec.num_attention_heads % gpus:
         raise GpucostError(f"tensor parallel over {gpus} GPUs needs the {spec.num_attention_heads} attention "
                            "heads to divide evenly")
-    bw = gpu.mem_bandwidth_gbps
-    if not bw > 0:
+    if not gpu.mem_bandwidth_gbps > 0:
         raise GpucostError(f"{gpu.id} has no published memory-bandwidth figure in gpus.csv: its speed cannot be "
                            "estimated (see the row's notes)")
-    peak = peak_tflops(gpu, fmt, engine)
+    return parallel
+
+
+def _speed_notes(gpu: Gpu, fmt: QuantFormat, engine: str, backend: str, eff: EngineEfficiency,
+                 peak: float | None, uncalibrated: bool) -> list[str]:
     notes = []
     if peak is None:
         notes.append(f"{gpu.id} has no dense {fmt.compute_dtype} figure: compute limits ignored, no prefill")
@@ -298,6 +292,23 @@ def speed(spec: ModelSpec, fmt: QuantFormat, gpu: Gpu, *, gpus: int = DEFAULTS.g
     if uncalibrated:
         notes.append(f"no {engine} measurements on {backend} ({gpu.vendor}) in the calibration corpus: the factors "
                      "are fitted on CUDA (NVIDIA) rows; expect a larger error than the band says on this card")
+    return notes
+
+
+def speed(spec: ModelSpec, fmt: QuantFormat, gpu: Gpu, *, gpus: int = DEFAULTS.gpus, batch: int = DEFAULTS.batch,
+          context: int = DEFAULTS.context, engine: str = DEFAULTS.engine, kv_dtype: str = "fp16",
+          parallel: str | None = None, link: str = "auto", catalog: Catalog | None = None,
+          eff: EngineEfficiency | None = None, backend: str | None = None) -> SpeedEstimate:
+    """Decode and prefill speed of ``spec`` in ``fmt`` on ``gpus`` cards ``gpu`` (``backend``: cuda, rocm,
+    vulkan, metal… — llama.cpp's factors differ per backend; default: the card vendor's, :func:`default_backend`)."""
+    parallel = _check_speed_inputs(spec, gpu, gpus, batch, context, engine, parallel)
+    backend = backend or default_backend(gpu)
+    uncalibrated = eff is None and backend != "cuda" and not any(
+        f"/{backend}" in k for k in factor_keys(engine, fmt, backend) if k in efficiency_table(catalog))
+    eff = eff or engine_efficiency(engine, catalog, fmt, backend)
+    bw = gpu.mem_bandwidth_gbps
+    peak = peak_tflops(gpu, fmt, engine)
+    notes = _speed_notes(gpu, fmt, engine, backend, eff, peak, uncalibrated)
     w_bytes, kv_bytes = _decode_bytes(spec, fmt, batch, context, engine, kv_dtype)
     flops_tok = _flops_per_token(spec, context)
     L = overhead_layers(spec, engine)

@@ -567,6 +567,23 @@ class ScenarioTcoPage(Page):
             f"<p class='gc-help'>{html.escape(self.t('tco_ranking'))}</p><ol class='gc-ranking'>{ranking}</ol>"
             f"<ul class='gc-help gc-warn-list'>{unav}{warn}</ul>"
             f"<details><summary>{html.escape(self.t('tco_reasons'))}</summary><ul class='gc-help'>{items}</ul></details>")
+        self._draw_cumulative(names)
+        self._draw_tables(names)
+        self._busy = True
+        try:
+            keep = self.tornado_option.value
+            self.tornado_option.options = [(names[o.id], o.id) for o in r.options]
+            self.tornado_option.value = keep if keep in names else best.id
+        finally:
+            self._busy = False
+        self._draw_tornado()
+        self._draw_mc(names)
+        self._draw_provenance()
+
+    def _draw_cumulative(self, names: dict[str, str]) -> None:
+        """The cumulative cost of each option by month, with the break-even months marked."""
+        r = self.result
+        cur, best = r.currency, r.cheapest_option
         months = list(range(1, r.horizon_months + 1))
         od = next((o for o in r.options if o.id == "on-demand"), None)
         n_markers = 0
@@ -589,6 +606,11 @@ class ScenarioTcoPage(Page):
             fig_.layout.xaxis.title = self.t("tco_axis_month")
             fig_.layout.yaxis.title = self.t("tco_axis_cost", cur=cur)
         self._markers = n_markers
+
+    def _draw_tables(self, names: dict[str, str]) -> None:
+        """The options' table and the break-even table (with the spot line)."""
+        r = self.result
+        cur, best = r.currency, r.cheapest_option
         heads = ["tco_col_option", "tco_col_kind", "tco_col_total", "tco_col_per_hour", "tco_col_break_even",
                  "tco_col_runs", "tco_col_tokens", "tco_col_offer"]
         rows = []
@@ -624,15 +646,9 @@ class ScenarioTcoPage(Page):
                                           ("tco_col_owned", "tco_col_rented", "tco_col_be_month",
                                            "tco_col_be_util"))
                                 + "</tr></thead><tbody>" + "".join(be_rows) + "</tbody></table>" + spot)
-        self._busy = True
-        try:
-            keep = self.tornado_option.value
-            self.tornado_option.options = [(names[o.id], o.id) for o in r.options]
-            self.tornado_option.value = keep if keep in names else best.id
-        finally:
-            self._busy = False
-        self._draw_tornado()
-        self._draw_mc(names)
+
+    def _draw_provenance(self) -> None:
+        r = self.result
         prov = "".join(f"<li><b>{html.escape(p.key)}</b> = {html.escape(_fmt_value(p.value))} "
                        f"{html.escape(p.unit)} — {html.escape(p.source)}"
                        + (f" ({html.escape(p.as_of)})" if p.as_of else "")
