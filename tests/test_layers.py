@@ -105,6 +105,20 @@ def test_modules_stay_readable(path):
     assert len(path.read_text(encoding="utf-8").splitlines()) <= 900
 
 
+def test_no_function_is_a_maze():
+    """No function or method above cyclomatic complexity 30 (radon's rank F starts at 41; issue 13 set 30):
+    one that grows past it answers more than one question."""
+    from radon.complexity import cc_visit
+
+    worst = []
+    for path in sorted(PKG.rglob("*.py")):
+        for block in cc_visit(path.read_text(encoding="utf-8")):
+            for b in [block, *getattr(block, "methods", [])]:
+                if b.complexity > 30:
+                    worst.append(f"{path.relative_to(PKG)}:{b.lineno} {b.name} {b.complexity}")
+    assert not worst, worst
+
+
 @pytest.mark.parametrize("nb", sorted(NOTEBOOKS.glob("*.ipynb")), ids=lambda p: p.name)
 def test_notebooks_are_thin_and_without_outputs(nb):
     cells = json.loads(nb.read_text(encoding="utf-8"))["cells"]
