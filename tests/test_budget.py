@@ -69,3 +69,49 @@ def test_an_upload_past_its_size_or_budget_is_refused_next_to_the_input(small_bu
     monkeypatch.setattr(plan, "read_trace", slow)
     page._on_trace({"new": [{"name": "slow.csv", "content": b"arrival_hour,gpu_hours,gpus\n0,1,1\n"}]})
     assert "more than 0.5 s of computing" in page.trace_msg.value
+
+
+def test_a_tampered_widget_message_sends_no_traceback_to_the_page(monkeypatch):
+    # a page that sends a dropdown index of 999: ipywidgets refuses it in the kernel and, by default, calls
+    # IPython's showtraceback, which sends the traceback (server paths included) to the visitor. In the
+    # public app's kernel (the gpucost kernelspec sets GPUCOST_PUBLIC_KERNEL=1) it goes to the server's log
+    import io
+    import sys
+
+    import ipywidgets.widgets.widget as ww
+
+    shown: list[bool] = []
+
+    class Shell:  # what get_ipython() is in a kernel
+        def showtraceback(self):
+            shown.append(True)
+
+    monkeypatch.setattr(ww, "get_ipython", lambda: Shell())
+    monkeypatch.setattr(ww.Widget, "_handle_msg", ww.Widget._handle_msg)  # restored after the test
+    tampered = {"content": {"data": {"method": "update", "state": {"index": 999}, "buffer_paths": []}},
+                "buffers": []}
+    page = CardChoicePage()
+    page.precision._handle_msg(tampered)
+    assert shown == [True]  # the leak, as ipywidgets does it
+
+    wire, server = io.StringIO(), io.StringIO()
+    monkeypatch.setattr(sys, "stderr", wire)
+    monkeypatch.setattr(budget._SERVER_LOG, "stream", server)
+    monkeypatch.setenv(budget.PUBLIC_KERNEL_ENV, "1")
+    assert budget.guard_widget_messages()
+    page.precision._handle_msg(tampered)
+    assert shown == [True] and wire.getvalue() == ""
+    assert "refused a widget message for Dropdown" in server.getvalue() and "index out of bounds" in server.getvalue()
+    assert page.precision.value == "bf16" and not page.stale  # the page's answer stands
+    page.precision._handle_msg({"content": {"data": {"method": "update", "state": {"index": 3},
+                                                     "buffer_paths": []}}, "buffers": []})
+    assert page.precision.value == "fp8" and "FP8" in page.chart.figure["layout"]["title"]["text"]
+
+
+def test_the_public_kernel_is_the_one_that_guards():
+    import json
+
+    from gpucost.ui import JUPYTER_DATA
+
+    spec = json.loads((JUPYTER_DATA / "kernels" / "gpucost" / "kernel.json").read_text())
+    assert spec["env"][budget.PUBLIC_KERNEL_ENV] == "1"

@@ -10,8 +10,10 @@ Outside the main thread, or where the platform has no ``setitimer``, the block r
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -65,3 +67,55 @@ def compute_budget(message: str, cpu_s: float | None = None, mib: float | None =
         signal.signal(signal.SIGPROF, previous)
         if old_timer[0]:  # an enclosing budget keeps running
             signal.setitimer(signal.ITIMER_PROF, *old_timer)
+
+
+#: the loggers under which the kernel reports an error in a widget message (a value outside a dropdown's
+#: options, text in a number field sent by a tampered page)
+KERNEL_MESSAGE_LOGGERS = ("Comm", "ipykernel.comm", "gpucost.kernel")
+_SERVER_LOG = logging.StreamHandler(sys.__stderr__)
+_SERVER_LOG.setFormatter(logging.Formatter("[gpucost kernel] %(levelname)s %(name)s: %(message)s"))
+
+
+def keep_kernel_errors_off_the_wire() -> None:
+    """Send the kernel's widget-message errors to the server's log, not to the visitor.
+
+    Without a handler of their own these loggers fall to Python's last-resort handler, which writes to
+    ``sys.stderr`` at the moment of the error; in a kernel that is the output stream to the page, so a
+    malformed widget update sent a traceback with server paths over the websocket. Idempotent."""
+    for name in KERNEL_MESSAGE_LOGGERS:
+        lg = logging.getLogger(name)
+        if _SERVER_LOG not in lg.handlers:
+            lg.addHandler(_SERVER_LOG)
+        lg.propagate = False
+
+
+#: set by the gpucost kernelspec (the public app's kernel): widget errors are the server's, not the page's
+PUBLIC_KERNEL_ENV = "GPUCOST_PUBLIC_KERNEL"
+
+
+def guard_widget_messages() -> bool:
+    """In the public app's kernel, a widget message the kernel refuses (a dropdown index of 999 from a
+    tampered page) is logged on the server instead of shown: ipywidgets' ``_handle_msg`` otherwise calls
+    IPython's ``showtraceback``, which sends the traceback with server paths to the visitor. Elsewhere
+    (JupyterLab, papermill) widgets keep showing their errors. Returns whether the guard is in place."""
+    if os.environ.get(PUBLIC_KERNEL_ENV) != "1":
+        return False
+    import ipywidgets.widgets.widget as ww
+
+    handler = ww.Widget._handle_msg
+    if getattr(handler, "_gpucost_guarded", False):
+        return True
+    # ipywidgets wraps the method in a closure that shows tracebacks; keep the method, drop the showing
+    inner = next((c.cell_contents for c in (handler.__closure__ or ()) if callable(c.cell_contents)), handler)
+
+    def _handle_msg(self, msg):
+        try:
+            return inner(self, msg)
+        except Exception:
+            logging.getLogger("gpucost.kernel").warning("refused a widget message for %s",
+                                                       type(self).__name__, exc_info=True)
+            return None
+
+    _handle_msg._gpucost_guarded = True  # type: ignore[attr-defined]
+    ww.Widget._handle_msg = _handle_msg  # type: ignore[method-assign]
+    return True

@@ -30,6 +30,10 @@ from gpucost.ui import budget
 from gpucost.ui.chart import Chart, PlotlyLibrary
 from gpucost.ui.prefs import Prefs, url_params
 
+# the pages run in a visitor's kernel: its errors are the server's, never sent to the page
+budget.keep_kernel_errors_off_the_wire()
+budget.guard_widget_messages()
+
 #: page id → (notebook file, nav string key)
 PAGES = {
     "start": ("00_start.ipynb", "nav_start"),
