@@ -204,10 +204,11 @@ def max_rps_within_ttft(prefill_ms: float, ttft_ms: float, ttft_target_ms: float
     without a target): the prefill utilization at which :func:`queued_ttft_ms` reaches it."""
     if ttft_target_ms is None or prefill_ms <= 0:
         return math.inf
-    slack = ttft_target_ms - ttft_ms
+    slack = ttft_target_ms - ttft_ms           # what the wait may add
     if slack <= 0:
         return 0.0
-    return 2 * slack / (prefill_ms + 2 * slack) / (prefill_ms / 1e3)
+    rho_max = 2 * slack / (prefill_ms + 2 * slack)   # queued_ttft_ms(ttft, prefill, rho_max) == target
+    return rho_max / (prefill_ms / 1e3)
 
 
 def replicas_needed(peak_rps: float, capacity_rps: float, prefill_ms: float, ttft_ms: float,
@@ -217,11 +218,10 @@ def replicas_needed(peak_rps: float, capacity_rps: float, prefill_ms: float, ttf
     reps = max(1, math.ceil(peak_rps / capacity_rps))
     if ttft_target_ms is None or prefill_ms <= 0:
         return reps
-    slack = ttft_target_ms - ttft_ms           # what the wait may add
-    if slack <= 0:
+    per_replica = max_rps_within_ttft(prefill_ms, ttft_ms, ttft_target_ms)
+    if per_replica <= 0:
         return None
-    rho_max = 2 * slack / (prefill_ms + 2 * slack)   # queued_ttft_ms(ttft, prefill, rho_max) == target
-    reps = max(reps, math.ceil(peak_rps * prefill_ms / 1e3 / rho_max))
+    reps = max(reps, math.ceil(peak_rps / per_replica))
     # the rounding above can land one replica short of the target: step up until it is met
     while queued_ttft_ms(ttft_ms, prefill_ms, peak_rps / reps * prefill_ms / 1e3) > ttft_target_ms * (1 + 1e-12):
         reps += 1
