@@ -101,6 +101,11 @@ class ServePlan(Record):
     ttft_target_ms: float | None = None
 
 
+def _refuse_non_llm(spec: ModelSpec) -> None:
+    if not spec.is_llm:
+        raise GpucostError(f"{spec.id} is a diffusion model: serving tokens does not apply to it")
+
+
 def kv_capacity(spec: ModelSpec, fmt: QuantFormat, gpu: Gpu, *, context: int, prompt: int | None = None,
                 gpus: int = 1, engine: str = "vllm", kv_dtype: str = "fp16") -> tuple[float, float]:
     """One sequence's KV cache at ``context`` tokens and the memory a replica of ``gpus`` × ``gpu`` has left
@@ -178,6 +183,7 @@ def longest_context(spec: ModelSpec, fmt: QuantFormat, gpu: Gpu, concurrency: in
 def fit_table(spec: ModelSpec, fmt: QuantFormat, gpu: Gpu, *, gpus: int = 1, engine: str = "vllm",
               kv_dtype: str = "fp16") -> FitTable:
     """The inverse of :func:`plan_serving`'s capacity: see :class:`FitTable`."""
+    _refuse_non_llm(spec)
     top = spec.max_context or FIT_CONTEXTS[-1]
     contexts = [c for c in FIT_CONTEXTS if c < top] + [top]
     rows = []
@@ -232,6 +238,7 @@ def plan_serving(spec: ModelSpec, fmt: QuantFormat, gpu: Gpu, load: Load, *, gpu
                  kv_dtype: str = "fp16", ttft_ms: float | None = None, tpot_ms: float | None = None,
                  catalog: Catalog | None = None, currency: str = "USD") -> ServePlan:
     """The serving plan of ``load`` on replicas of ``gpus`` × ``gpu`` (see the module docstring)."""
+    _refuse_non_llm(spec)
     catalog = catalog or Catalog()
     notes: list = [Message("sv_note_queue")]
     per_seq, pool = _kv(spec, fmt, gpu, gpus, engine, kv_dtype, load)

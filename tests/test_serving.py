@@ -194,6 +194,9 @@ def test_cli_answers_and_refuses_bad_loads():
     v = run_cli("serve", "--model", "llama-3.1-8b", "--gpu", "rtx-4090", "--tokens-per-day", "200M", "--json")
     assert v.returncode == 0, v.stderr
     assert json.loads(v.stdout)["load"]["requests_per_s"] == pytest.approx(200e6 / 86_400 / 1_200)
+    for extra in (("--fits",), ("--rps", "1")):  # an image model has no tokens to serve
+        q = run_cli("serve", "--model", "flux.1-dev", "--gpu", "h100-sxm", *extra)
+        assert q.returncode == 2 and q.stderr.count("\n") == 1 and "diffusion model" in q.stderr
     for bad, frag in ((("--rps", "0"), "--rps"), (("--rps", "1", "--prefix-hit", "1.5"), "--prefix-hit"),
                       (("--tokens-per-day", "-5"), "--tokens-per-day")):
         q = run_cli("serve", "--model", "llama-3.1-8b", "--gpu", "rtx-4090", *bad)
