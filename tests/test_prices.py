@@ -161,3 +161,23 @@ def test_a_price_upload_stands_in_for_its_cards_and_keeps_the_rest():
     assert set(after["gpu_id"]) == set(before["gpu_id"])                  # every other card keeps its prices
     assert f"standing in for {n_4090_new} bundled prices" in page.upload_msg.value
     assert "Cloud prices: the global (outside mainland China) market" in page.asof.value
+
+
+@pytest.mark.internet
+@pytest.mark.timeout(900)
+def test_a_live_update_reads_the_published_catalogs(tmp_path):
+    """Opt-in (GPUCOST_INTERNET_TESTS=1): gpuhunt's and SkyPilot's published catalogs, read as a user's
+    `gpucost prices update` reads them, give current offers for several providers, and the H100 then has a
+    cloud price observed today."""
+    from datetime import date
+
+    env = {"GPUCOST_PRICE_STORE": str(tmp_path / "prices.sqlite3")}
+    up = run_cli("prices", "update", "--json", env=env, timeout=900)
+    assert up.returncode == 0, up.stderr
+    res = json.loads(up.stdout)
+    assert not res["offline"]
+    live = [p["provider"] for p in res["providers"] if p["mapped"]]
+    assert len(live) >= 3, res["providers"]
+    hist = json.loads(run_cli("prices", "history", "--gpu", "h100-sxm", "--json", env=env).stdout)["observations"]
+    today = [o for o in hist if str(o["observed_at"]).startswith(date.today().isoformat())]
+    assert today and all(o["price_per_gpu_hour"] > 0 for o in today)
