@@ -56,6 +56,13 @@ class Load(Record):
     prefix_hit: float = 0.0
     peak_ratio: float = 1.0
 
+    @classmethod
+    def from_tokens_per_day(cls, tokens_per_day: float, input_tokens: int, output_tokens: int,
+                            prefix_hit: float = 0.0, peak_ratio: float = 1.0) -> Load:
+        """The load of a daily volume: its average request rate for requests of these lengths."""
+        rps = tokens_per_day / 86_400 / (input_tokens + output_tokens)
+        return cls(rps, input_tokens, output_tokens, prefix_hit, peak_ratio)
+
     def __post_init__(self) -> None:  # the shared bounds (gpucost.specs): the CLI's and the page's
         for name in ("requests_per_s", "input_tokens", "output_tokens", "prefix_hit", "peak_ratio"):
             SPECS[name].check(getattr(self, name), name)
@@ -299,7 +306,8 @@ def plan_serving(spec: ModelSpec, fmt: QuantFormat, gpu: Gpu, load: Load, *, gpu
     cost_in: dict[str, float | None] = {}
     cost_out: dict[str, float | None] = {}
     monthly: dict[str, float | None] = {}
-    for basis, h in hourly_costs(catalog, gpu.id, currency, calendar_ownership()).items():
+    hourly = hourly_costs(catalog, gpu.id, currency, calendar_ownership())
+    for basis, h in hourly.items():
         if h.per_hour is None:
             cost_in[basis] = cost_out[basis] = monthly[basis] = None
             continue
@@ -311,7 +319,7 @@ def plan_serving(spec: ModelSpec, fmt: QuantFormat, gpu: Gpu, load: Load, *, gpu
     even: dict[str, dict] = {}
     if apis:
         api_per_rps = apis[0]["monthly_cost"] / load.requests_per_s  # the bill is linear in the load
-        for basis, h in hourly_costs(catalog, gpu.id, currency, calendar_ownership()).items():
+        for basis, h in hourly.items():
             if h.per_hour is not None and api_per_rps > 0:
                 rps = h.per_hour * gpus * HOURS_PER_MONTH / api_per_rps
                 even[basis] = {"requests_per_s": rps, "utilization": rps / point.requests_per_s,

@@ -48,10 +48,11 @@ def run(args: argparse.Namespace):
     if args.fits:
         return fit_table(spec, fmt, gpu_record(cat, args.gpu), gpus=args.gpus, engine=engine,
                          kv_dtype=args.kv_dtype).to_dict()
-    rps = args.rps
-    if args.tokens_per_day is not None:  # a daily volume: the average request rate of its requests
-        rps = args.tokens_per_day / 86_400 / (args.input_tokens + args.output_tokens)
-    load = Load(rps, args.input_tokens, args.output_tokens, args.prefix_hit, args.peak_ratio)
+    if args.tokens_per_day is not None:
+        load = Load.from_tokens_per_day(args.tokens_per_day, args.input_tokens, args.output_tokens,
+                                        args.prefix_hit, args.peak_ratio)
+    else:
+        load = Load(args.rps, args.input_tokens, args.output_tokens, args.prefix_hit, args.peak_ratio)
     return plan_serving(spec, fmt, gpu_record(cat, args.gpu), load, gpus=args.gpus, engine=engine,
                         kv_dtype=args.kv_dtype, ttft_ms=args.ttft_ms, tpot_ms=args.tpot_ms, catalog=cat,
                         currency=args.currency.upper()).to_dict()
