@@ -100,10 +100,10 @@ SCHEMAS: dict[str, dict[str, str]] = {
     # the validation corpus: published measurements, one source document per source_id
     "benchmarks": {
         "id": "id", "category": "enum:file_size|inference_memory|training_memory|decode_speed|prefill_speed|mfu|"
-                                "ttft|tpot|serving_throughput",
+                                "ttft|tpot|serving_throughput|serving_ttft|serving_tpot",
         "model_id": "str", "quant": "str?", "mode": "str?", "engine": "str?", "engine_version": "str?",
         "backend": "enum:cuda|rocm|vulkan|metal|sycl|cpu?", "gpu_id": "str?", "num_gpus": "int+?",
-        "batch": "int+?", "context": "int0?", "prompt_tokens": "int0?", "gen_tokens": "int0?",
+        "batch": "int+?", "context": "int0?", "prompt_tokens": "num0?", "gen_tokens": "num0?",
         "concurrency": "int+?", "lora_rank": "int+?", "grad_checkpointing": "str?", "optimizer": "str?",
         "zero_stage": "int0?", "offload": "str?", "measured": "num+", "unit": "str",
         "measure_kind": "enum:allocator_peak|reserved|nvidia_smi|engine_log|model_weights|kv_cache|file|"
@@ -639,11 +639,11 @@ class Catalog:
 
     def fx_rate(self, currency: str) -> float:
         """Units of ``currency`` per 1 USD."""
-        fx = self.fx.set_index("currency")["per_usd"]
+        fx = derived(self.fx, "fx_rates", lambda t: dict(zip(t["currency"], map(float, t["per_usd"]), strict=True)))
         cur = currency.upper()
-        if cur not in fx.index:
-            raise UnknownNameError("currency", currency, fx.index)
-        return float(fx[cur])
+        if cur not in fx:
+            raise UnknownNameError("currency", currency, list(fx))
+        return fx[cur]
 
     def convert(self, amount, from_currency: str, to_currency: str):
         """Convert an amount (number or array) between currencies through USD rates of fx.csv."""

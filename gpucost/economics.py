@@ -153,6 +153,11 @@ def default_electricity_per_kwh(catalog: Catalog, currency: str, *, site: str = 
     country (USD: US states, CNY: China)."""
     if site not in SITE_TARIFF:
         raise UnknownNameError("site", site, SITE_TARIFF)
+    return derived((catalog.table("tco_defaults"), catalog.fx), f"electricity:{site}:{region}:{currency.upper()}",
+                   lambda _: _electricity(catalog, currency, site, region))
+
+
+def _electricity(catalog: Catalog, currency: str, site: str, region: str | None) -> tuple[float, str]:
     t = catalog.table("tco_defaults")
     rows = t[(t["key"] == "electricity_per_kwh") & (t["variant"] == SITE_TARIFF[site])]
     cur = currency.upper()

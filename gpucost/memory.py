@@ -228,9 +228,12 @@ def _pair_arrays(spec: ModelSpec, fmt: QuantFormat) -> dict[str, float]:
     }
 
 
-def _arrays(pairs: list[tuple[ModelSpec, QuantFormat]]) -> dict[str, np.ndarray]:
-    rows = [_pair_arrays(s, f) for s, f in pairs]
-    return {k: np.array([r[k] for r in rows], dtype=float) for k in _ARRAY_FIELDS}
+@lru_cache(maxsize=512)  # every estimate of a page or a bisection asks for the same pair: built once, read-only
+def _arrays(pairs: tuple[tuple[ModelSpec, QuantFormat], ...]) -> dict[str, np.ndarray]:
+    out = {k: np.array([_pair_arrays(s, f)[k] for s, f in pairs], dtype=float) for k in _ARRAY_FIELDS}
+    for v in out.values():
+        v.setflags(write=False)
+    return out
 
 
 # --------------------------------------------------------------------------------------------------
@@ -525,7 +528,7 @@ def _check_inference(spec: ModelSpec, s: Setup) -> None:
 def estimate(spec: ModelSpec, fmt: QuantFormat, setup: Setup | None = None, **kw) -> Estimate:
     """Memory per GPU (and in CPU RAM / on NVMe) for ``spec`` in ``fmt`` under ``setup``."""
     s = check_setup(spec, fmt, replace(setup or Setup(), **kw))
-    a = _arrays([(spec, fmt)])
+    a = _arrays(((spec, fmt),))
     notes: list[Message] = []
     trainable = 0.0
     if s.is_training:
@@ -557,7 +560,7 @@ def estimate(spec: ModelSpec, fmt: QuantFormat, setup: Setup | None = None, **kw
 
 def _per_gpu_totals(spec: ModelSpec, fmt: QuantFormat, s: Setup, counts) -> np.ndarray:
     """Per-GPU total bytes for each GPU count in ``counts`` (inf where the count is not valid)."""
-    a = _arrays([(spec, fmt)])
+    a = _arrays(((spec, fmt),))
     N = np.asarray(counts, dtype=float)
     if s.is_training:
         trainable = spec.params_total if s.mode == "full" else lora_trainable_params(spec, s.lora_rank, s.lora_targets)
@@ -667,7 +670,7 @@ def min_gpus(spec: ModelSpec, fmt: QuantFormat, setup: Setup, vram_gib: float, *
         ok = tot <= usable
         i = int(np.argmax(ok)) if ok.any() else len(counts) - 1
         return (int(counts[i]) if ok.any() else None), float(tot[i])
-    a = _arrays([(spec, fmt)])
+    a = _arrays(((spec, fmt),))
     trainable = spec.params_total if s.mode == "full" else lora_trainable_params(spec, s.lora_rank, s.lora_targets)
     total = _training_total(a, s, trainable, fmt.is_quantized)
     top = _training_top(s, max_gpus)
@@ -819,7 +822,7 @@ class FitMatrix:
 def _catalog_arrays(key: tuple) -> tuple[tuple[str, ...], tuple[str, ...], dict, np.ndarray, np.ndarray]:
     specs, fmts = key
     pairs = [(s, f) for s in specs for f in fmts]
-    a = _arrays(pairs)
+    a = _arrays(tuple(pairs))
     M, F = len(specs), len(fmts)
     valid_mode = {}
     for mode in MODES:

@@ -11,26 +11,29 @@ The model (continuous batching, one replica = ``gpus`` cards with tensor paralle
   at batch ``b`` and an average KV length of ``input + output / 2``; the time per output token (TPOT) is
   that step.
 * **Prefill**: a request's prompt (less the prefix-cache hits) takes ``input × (1 − hit) / prefill
-  tokens/s``; time to first token (TTFT) ≈ that prefill plus one decode step — without queueing, so a
-  replica is sized to stay well below saturation by the targets, not by queueing theory.
+  tokens/s``; time to first token (TTFT) ≈ that prefill plus one decode step, plus the wait for the
+  prompts queued ahead (an M/D/1 queue: its mean, median or 90th percentile).
 * **Throughput**: each request holds the replica for its prefill and shares each decode step with
   ``b − 1`` others: at most ``b / (b × prefill + output × step(b))`` requests per second. The largest ``b``
   that fits memory and keeps TPOT within its target is the operating point.
 * **Cost** per 1M tokens: the fleet's hourly cost (every hour of the day; the fleet is sized for the peak)
   split between input and output by the GPU time each takes, divided by the tokens of the average load.
-* **Uncertainty**: decode and prefill carry the cross-validated bands of :mod:`gpucost.bands`, so the
-  capacity has a p10–p90 range too.
+* **Uncertainty**: the capacity carries the p10–p90 band of measured ÷ estimated throughput on the
+  published serving runs of the validation corpus (:mod:`gpucost.bands`, category ``serving_throughput``),
+  else the decode band.
 """
 
 from __future__ import annotations
 
+import bisect
 import math
 from dataclasses import dataclass, field
+from functools import cache
 
 from gpucost.bands import band
-from gpucost.catalog import Catalog
+from gpucost.catalog import Catalog, derived
 from gpucost.economics import calendar_ownership, hourly_costs
-from gpucost.errors import GpucostError
+from gpucost.errors import GpucostError, UnknownNameError
 from gpucost.i18n import Message
 from gpucost.memory import Setup, estimate, usable_gib
 from gpucost.models import ModelSpec, model_id
@@ -38,7 +41,7 @@ from gpucost.quant import QuantFormat
 from gpucost.records import Gpu
 from gpucost.serialize import Record
 from gpucost.specs import SPECS
-from gpucost.speed import speed
+from gpucost.speed import EngineEfficiency, speed
 from gpucost.units import HOURS_PER_MONTH
 
 #: batch sizes tried for the operating point (and the largest that fits memory)
@@ -102,10 +105,15 @@ class ServePlan(Record):
     #: basis → the average load [requests/s] above which one replica costs less than the cheapest API of the
     #: same model, and the replica's utilization at that load (> 1: the API is cheaper even at full load)
     break_even: dict = field(default_factory=dict)
-    ttft_queued_ms: float | None = None   # mean TTFT at the peak with the wait for the prefills queued ahead
+    ttft_queued_ms: float | None = None   # TTFT (of ``ttft_stat``) at the peak with the wait for the prefills queued ahead
     prefill_utilization: float | None = None  # share of a replica's time spent on prefills at the peak
     replica_max_rps: float | None = None  # the highest load [requests/s] one replica holds within the targets
     ttft_target_ms: float | None = None
+    ttft_stat: str = "mean"               # what the TTFT figures are: the mean, the median (p50) or p90
+    #: without an operating point: the closest configuration — ``gpus_per_replica``, the fewest cards per
+    #: replica (up to 8) that meet the targets, else the best TTFT and TPOT one replica reaches (one sequence
+    #: at a time, no queue) — so a user sees how far the targets are from what the card can do
+    closest: dict = field(default_factory=dict)
 
 
 def _refuse_non_llm(spec: ModelSpec) -> None:
@@ -165,25 +173,48 @@ class FitTable(Record):
     by_concurrency: tuple[ConcurrencyRow, ...]
 
 
-def _concurrency(spec: ModelSpec, fmt: QuantFormat, gpu: Gpu, ctx: int, gpus: int, engine: str, kv_dtype: str) -> int:
+def _room(spec: ModelSpec, fmt: QuantFormat, gpu: Gpu, ctx: int, gpus: int, engine: str, kv_dtype: str) -> float:
+    """How many sequences of ``ctx`` tokens the KV pool holds, as a real number (floor: whole sequences)."""
     per_seq, pool = kv_capacity(spec, fmt, gpu, context=ctx, gpus=gpus, engine=engine, kv_dtype=kv_dtype)
-    return int(pool // per_seq) if per_seq > 0 else 0
+    return pool / per_seq if per_seq > 0 else 0.0
+
+
+def _concurrency(spec: ModelSpec, fmt: QuantFormat, gpu: Gpu, ctx: int, gpus: int, engine: str, kv_dtype: str) -> int:
+    return int(_room(spec, fmt, gpu, ctx, gpus, engine, kv_dtype))
 
 
 def longest_context(spec: ModelSpec, fmt: QuantFormat, gpu: Gpu, concurrency: int, *, gpus: int = 1,
-                    engine: str = "vllm", kv_dtype: str = "fp16", limit: int | None = None) -> int:
+                    engine: str = "vllm", kv_dtype: str = "fp16", limit: int | None = None,
+                    bracket: tuple[int, float, int, float] | None = None) -> int:
     """The longest context [tokens] at which ``concurrency`` sequences fit at once (0: not even 1 token;
-    capped at ``limit``, by default the model's maximum context): exact, by bisection on whole tokens."""
-    hi = limit or spec.max_context or FIT_CONTEXTS[-1]
-    if _concurrency(spec, fmt, gpu, hi, gpus, engine, kv_dtype) >= concurrency:
-        return hi
-    lo = 0  # invariant: lo fits (0 trivially), hi does not
+    capped at ``limit``, by default the model's maximum context): exact on whole tokens, by a search that
+    keeps a context that fits below and one that does not above (``bracket``, when the caller knows one),
+    guessing by linear interpolation of one sequence's share of the pool (nearly linear in the context) and
+    halving when a guess does not shrink the interval enough. ``bracket``: (a context that fits, its room, a
+    longer one that does not, its room)."""
+    if bracket is not None:
+        lo, room_lo, hi, room_hi = bracket
+    else:
+        hi = limit or spec.max_context or FIT_CONTEXTS[-1]
+        room_hi = _room(spec, fmt, gpu, hi, gpus, engine, kv_dtype)
+        if int(room_hi) >= concurrency:
+            return hi
+        lo, room_lo = 0, math.inf   # invariant: lo fits (0 trivially), hi does not
+    halve = False
     while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if _concurrency(spec, fmt, gpu, mid, gpus, engine, kv_dtype) >= concurrency:
-            lo = mid
+        if halve or not math.isfinite(room_lo) or room_lo <= room_hi or room_hi <= 0:
+            mid = (lo + hi) // 2
+        else:  # one sequence's share of the pool (1 / room) grows about linearly with its length: interpolate it
+            x_lo, x_hi = 1 / room_lo, 1 / room_hi
+            mid = lo + int((1 / concurrency - x_lo) / (x_hi - x_lo) * (hi - lo))
+            mid = min(max(mid, lo + 1), hi - 1)
+        room = _room(spec, fmt, gpu, mid, gpus, engine, kv_dtype)
+        width = hi - lo
+        if int(room) >= concurrency:
+            lo, room_lo = mid, room
         else:
-            hi = mid
+            hi, room_hi = mid, room
+        halve = hi - lo > width // 2   # interpolation gained less than a halving: halve next
     return lo
 
 
@@ -197,104 +228,269 @@ def fit_table(spec: ModelSpec, fmt: QuantFormat, gpu: Gpu, *, gpus: int = 1, eng
     for c in contexts:
         per_seq, pool = kv_capacity(spec, fmt, gpu, context=c, gpus=gpus, engine=engine, kv_dtype=kv_dtype)
         rows.append(FitRow(c, per_seq, pool, int(pool // per_seq) if per_seq > 0 else 0))
-    conc = tuple(ConcurrencyRow(n, longest_context(spec, fmt, gpu, n, gpus=gpus, engine=engine, kv_dtype=kv_dtype))
-                 for n in FIT_CONCURRENCY)
-    return FitTable(spec.id, fmt.id, gpu.id, gpus, engine, kv_dtype, top, tuple(rows), conc)
+    conc = []
+    room = {r.context: (r.kv_pool_gib / r.kv_per_sequence_gib if r.kv_per_sequence_gib > 0 else 0.0) for r in rows}
+    for n in FIT_CONCURRENCY:
+        # the table's own rows bracket the answer: the longest listed context that holds n, and the next
+        fits = [r.context for r in rows if r.max_concurrency >= n]
+        above = [r.context for r in rows if r.max_concurrency < n and (not fits or r.context > max(fits))]
+        bracket = None
+        if fits and above:
+            lo, hi = max(fits), min(above)
+            bracket = (lo, room[lo], hi, room[hi])
+        conc.append(ConcurrencyRow(n, longest_context(spec, fmt, gpu, n, gpus=gpus, engine=engine, kv_dtype=kv_dtype,
+                                                      bracket=bracket)))
+    return FitTable(spec.id, fmt.id, gpu.id, gpus, engine, kv_dtype, top, tuple(rows), tuple(conc))
 
 
-def queued_ttft_ms(ttft_ms: float, prefill_ms: float, rho: float) -> float:
-    """Mean time to first token with queueing: the engine schedules prefills ahead of decode steps (vLLM's
-    and SGLang's default), so a new request waits for the prompts queued before it — an M/D/1 queue with
-    the prefill as service time, whose mean wait is ``rho × prefill / (2 (1 − rho))`` (Pollaczek–Khinchine)
-    at prefill utilization ``rho``. Infinite at ``rho >= 1``."""
+#: what a TTFT figure and target mean: the mean over requests, or the median / 90th percentile
+TTFT_STATISTICS = ("mean", "p50", "p90")
+_QUANTILE = {"p50": 0.5, "p90": 0.9}
+#: prefill utilizations at which the M/D/1 waiting-time quantiles are tabulated (interpolated between)
+_RHO_GRID = tuple(i / 400 for i in range(400)) + (0.9975, 0.999)
+
+
+def md1_wait_cdf(t: float, rho: float) -> float:
+    """P(wait ≤ t) in an M/D/1 queue at utilization ``rho``, ``t`` in service times (Erlang's formula:
+    (1 − ρ) Σ_{k ≤ t} (ρ (k − t))^k / k! · e^{−ρ (k − t)}). Exact; its alternating sum loses digits past
+    t ≈ 30 service times, where :func:`md1_wait_quantile` switches to the queue's exponential tail."""
+    if t < 0:
+        return 0.0
+    terms = [(rho * (k - t)) ** k / math.factorial(k) * math.exp(-rho * (k - t)) for k in range(int(t) + 1)]
+    return min(1.0, (1 - rho) * math.fsum(terms))
+
+
+def _tail_decay(rho: float) -> float:
+    """The M/D/1 wait's tail decay rate θ (per service time): the root x > 0 of ρ (e^x − 1) = x."""
+    lo, hi = 0.0, 1.0
+    while rho * math.expm1(hi) < hi:
+        hi *= 2
+    for _ in range(100):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if rho * math.expm1(mid) < mid else (lo, mid)
+    return hi
+
+
+_EXACT_UP_TO = 25.0
+
+
+def md1_wait_quantile(rho: float, q: float) -> float:
+    """The ``q``-quantile of the M/D/1 wait at utilization ``rho``, in service times: 0 when at least a
+    share ``q`` of requests find the queue empty (1 − ρ ≥ q); exact by bisection on :func:`md1_wait_cdf`
+    up to 25 service times, beyond that on the exponential tail P(W > t) = P(W > 25) e^{−θ (t − 25)}."""
+    if rho <= 0 or 1 - rho >= q:
+        return 0.0
     if rho >= 1:
         return math.inf
-    return ttft_ms + rho * prefill_ms / (2 * (1 - rho))
+    if md1_wait_cdf(_EXACT_UP_TO, rho) < q:
+        tail = 1 - md1_wait_cdf(_EXACT_UP_TO, rho)
+        return _EXACT_UP_TO + math.log(tail / (1 - q)) / _tail_decay(rho)
+    lo, hi = 0.0, _EXACT_UP_TO
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if md1_wait_cdf(mid, rho) < q else (lo, mid)
+    return hi
 
 
-def max_rps_within_ttft(prefill_ms: float, ttft_ms: float, ttft_target_ms: float | None) -> float:
-    """The most requests per second one replica takes before the queued TTFT passes the target (infinite
-    without a target): the prefill utilization at which :func:`queued_ttft_ms` reaches it."""
+@cache
+def _quantile_table(stat: str) -> tuple[float, ...]:
+    """The wait's ``stat`` quantile at each utilization of :data:`_RHO_GRID` (a property of the queue, not of
+    any data: computed once per process)."""
+    return tuple(md1_wait_quantile(r, _QUANTILE[stat]) for r in _RHO_GRID)
+
+
+def _wait_service_times(rho: float, stat: str) -> float:
+    """The wait for the prefills queued ahead, in prefill times: its mean (Pollaczek–Khinchine,
+    ρ / (2 (1 − ρ))) or a quantile (interpolated in a table of :func:`md1_wait_quantile`)."""
+    if rho >= 1:
+        return math.inf
+    if rho <= 0:
+        return 0.0
+    if stat == "mean":
+        return rho / (2 * (1 - rho))
+    if rho > _RHO_GRID[-1]:
+        return md1_wait_quantile(rho, _QUANTILE[stat])
+    table = _quantile_table(stat)
+    i = max(1, bisect.bisect_left(_RHO_GRID, rho))
+    r0, r1 = _RHO_GRID[i - 1], _RHO_GRID[i]
+    return table[i - 1] + (table[i] - table[i - 1]) * (rho - r0) / (r1 - r0)
+
+
+def _check_stat(stat: str) -> None:
+    if stat not in TTFT_STATISTICS:
+        raise UnknownNameError("TTFT statistic", stat, TTFT_STATISTICS)
+
+
+def queued_ttft_ms(ttft_ms: float, prefill_ms: float, rho: float, stat: str = "mean") -> float:
+    """Time to first token with queueing: the engine schedules prefills ahead of decode steps (vLLM's and
+    SGLang's default), so a new request waits for the prompts queued before it — an M/D/1 queue with the
+    prefill as service time at prefill utilization ``rho``. ``stat``: the mean wait (Pollaczek–Khinchine,
+    ``rho × prefill / (2 (1 − rho))``), or its median / 90th percentile (Erlang's exact distribution).
+    Infinite at ``rho >= 1``."""
+    _check_stat(stat)
+    return ttft_ms + prefill_ms * _wait_service_times(rho, stat)
+
+
+def max_rps_within_ttft(prefill_ms: float, ttft_ms: float, ttft_target_ms: float | None, stat: str = "mean") -> float:
+    """The most requests per second one replica takes before the queued TTFT (:func:`queued_ttft_ms`, of
+    statistic ``stat``) passes the target (infinite without a target)."""
+    _check_stat(stat)
     if ttft_target_ms is None or prefill_ms <= 0:
         return math.inf
     slack = ttft_target_ms - ttft_ms           # what the wait may add
     if slack <= 0:
         return 0.0
-    rho_max = 2 * slack / (prefill_ms + 2 * slack)   # queued_ttft_ms(ttft, prefill, rho_max) == target
+    if stat == "mean":
+        rho_max = 2 * slack / (prefill_ms + 2 * slack)   # queued_ttft_ms(ttft, prefill, rho_max) == target
+    else:  # the quantile grows with rho: invert the table
+        w = slack / prefill_ms
+        table = _quantile_table(stat)
+        i = bisect.bisect_right(table, w)
+        if i >= len(table):
+            rho_max = _RHO_GRID[-1]
+        else:
+            r0, r1, w0, w1 = _RHO_GRID[i - 1], _RHO_GRID[i], table[i - 1], table[i]
+            rho_max = r0 + (r1 - r0) * (w - w0) / (w1 - w0) if w1 > w0 else r0
     return rho_max / (prefill_ms / 1e3)
 
 
 def replicas_needed(peak_rps: float, capacity_rps: float, prefill_ms: float, ttft_ms: float,
-                    ttft_target_ms: float | None) -> int | None:
+                    ttft_target_ms: float | None, stat: str = "mean") -> int | None:
     """Replicas for ``peak_rps``: enough for its throughput, and (with a TTFT target) few enough prefills
     per replica that the queued TTFT (:func:`queued_ttft_ms`) meets the target. None: no number does."""
     reps = max(1, math.ceil(peak_rps / capacity_rps))
     if ttft_target_ms is None or prefill_ms <= 0:
         return reps
-    per_replica = max_rps_within_ttft(prefill_ms, ttft_ms, ttft_target_ms)
+    per_replica = max_rps_within_ttft(prefill_ms, ttft_ms, ttft_target_ms, stat)
     if per_replica <= 0:
         return None
     reps = max(reps, math.ceil(peak_rps / per_replica))
-    # the rounding above can land one replica short of the target: step up until it is met
-    while queued_ttft_ms(ttft_ms, prefill_ms, peak_rps / reps * prefill_ms / 1e3) > ttft_target_ms * (1 + 1e-12):
+    # the rounding above (and the table's interpolation) can land short of the target: step up until met
+    while queued_ttft_ms(ttft_ms, prefill_ms, peak_rps / reps * prefill_ms / 1e3, stat) > ttft_target_ms * (1 + 1e-12):
         reps += 1
     return reps
 
 
+def prefill_seconds(spec: ModelSpec, fmt: QuantFormat, gpu: Gpu, input_tokens: int, prefix_hit: float = 0.0, *,
+                    gpus: int = 1, engine: str = "vllm", kv_dtype: str = "fp16", catalog: Catalog | None = None,
+                    eff: EngineEfficiency | None = None) -> float:
+    """One request's prefill on a replica: its prompt less the prefix-cache hits at the prefill speed of
+    :func:`gpucost.speed.speed`."""
+    first = speed(spec, fmt, gpu, gpus=gpus, batch=1, context=max(input_tokens, 1), engine=engine,
+                  kv_dtype=kv_dtype, catalog=catalog, eff=eff)
+    if first.prefill_tokens_per_s is None:
+        raise GpucostError(f"{gpu.id} has no dense throughput figure: no prefill time")
+    return input_tokens * (1 - prefix_hit) / first.prefill_tokens_per_s
+
+
+def operating_point(spec: ModelSpec, fmt: QuantFormat, gpu: Gpu, batch: int, input_tokens: int, output_tokens: int,
+                    prefill_s: float, *, gpus: int = 1, engine: str = "vllm", kv_dtype: str = "fp16",
+                    catalog: Catalog | None = None, eff: EngineEfficiency | None = None) -> OperatingPoint:
+    """A replica with ``batch`` sequences in flight (continuous batching): a decode step of
+    :func:`gpucost.speed.speed` at that batch and an average KV length of ``input + output / 2`` is the
+    TPOT; the prefill plus one step the TTFT without queueing; each request holds the replica for its
+    prefill and a ``1 / batch`` share of its ``output`` steps, so it serves
+    ``batch / (batch × prefill + output × step)`` requests per second."""
+    sp = speed(spec, fmt, gpu, gpus=gpus, batch=batch, context=input_tokens + output_tokens // 2, engine=engine,
+               kv_dtype=kv_dtype, catalog=catalog, eff=eff)
+    step = sp.step_ms / 1e3
+    return OperatingPoint(batch=batch, tpot_ms=sp.step_ms, ttft_ms=(prefill_s + step) * 1e3,
+                          requests_per_s=batch / (batch * prefill_s + output_tokens * step),
+                          decode_tokens_per_s=sp.decode_tokens_per_s)
+
+
+def saturated(spec: ModelSpec, fmt: QuantFormat, gpu: Gpu, input_tokens: int, output_tokens: int, *,
+              concurrency: int | None = None, gpus: int = 1, engine: str = "vllm", kv_dtype: str = "fp16",
+              prefix_hit: float = 0.0, catalog: Catalog | None = None,
+              eff: EngineEfficiency | None = None) -> OperatingPoint:
+    """A replica fed faster than it serves (a benchmark's "offline" run, or ``concurrency`` clients that
+    send their next request as soon as one finishes): ``concurrency`` sequences in flight, or as many as
+    the KV cache holds (at most :data:`BATCHES`' largest, the engines' default cap)."""
+    per_seq, pool = kv_capacity(spec, fmt, gpu, context=input_tokens + output_tokens, prompt=input_tokens, gpus=gpus,
+                                engine=engine, kv_dtype=kv_dtype)
+    fits = int(pool // per_seq) if per_seq > 0 else 0
+    batch = min(fits, BATCHES[-1]) if concurrency is None else min(concurrency, fits)
+    if batch < 1:
+        raise GpucostError(f"one sequence of {input_tokens + output_tokens} tokens does not fit {gpus} × {gpu.id}")
+    pre = prefill_seconds(spec, fmt, gpu, input_tokens, prefix_hit, gpus=gpus, engine=engine, kv_dtype=kv_dtype,
+                          catalog=catalog, eff=eff)
+    return operating_point(spec, fmt, gpu, batch, input_tokens, output_tokens, pre, gpus=gpus, engine=engine,
+                           kv_dtype=kv_dtype, catalog=catalog, eff=eff)
+
+
+def closed_loop_latency(point: OperatingPoint, output_tokens: int) -> tuple[float, float]:
+    """Mean (TTFT, TPOT) [ms] seen by ``point.batch`` clients that each send a new request as soon as the
+    last one finishes (a benchmark at fixed concurrency). A request waits for the prefills of the others
+    arriving meanwhile (the M/D/1 wait at the prefill utilization of the other ``batch − 1`` clients), and
+    the rest of its time in the replica — ``batch / requests_per_s`` by Little's law — is its decode, whose
+    steps the others' prefills interrupt: TPOT = (time in the replica − TTFT) / output tokens."""
+    prefill_ms = point.ttft_ms - point.tpot_ms
+    n = point.batch
+    rho = point.requests_per_s * prefill_ms / 1e3 * (n - 1) / n
+    ttft = queued_ttft_ms(point.ttft_ms, prefill_ms, rho)
+    in_replica = n / point.requests_per_s * 1e3
+    return ttft, max(point.tpot_ms, (in_replica - ttft) / output_tokens)
+
+
 def plan_serving(spec: ModelSpec, fmt: QuantFormat, gpu: Gpu, load: Load, *, gpus: int = 1, engine: str = "vllm",
                  kv_dtype: str = "fp16", ttft_ms: float | None = None, tpot_ms: float | None = None,
-                 catalog: Catalog | None = None, currency: str = "USD") -> ServePlan:
-    """The serving plan of ``load`` on replicas of ``gpus`` × ``gpu`` (see the module docstring)."""
+                 catalog: Catalog | None = None, currency: str = "USD", ttft_stat: str = "mean",
+                 find_closest: bool = True) -> ServePlan:
+    """The serving plan of ``load`` on replicas of ``gpus`` × ``gpu`` (see the module docstring). ``ttft_stat``:
+    whether the TTFT target bounds the mean, the median or the 90th percentile of the queued TTFT.
+    Without an operating point the plan names the closest configuration (unless ``find_closest`` is off)."""
     _refuse_non_llm(spec)
+    _check_stat(ttft_stat)
     catalog = catalog or Catalog()
-    notes: list = [Message("sv_note_queue")]
+    notes: list = [Message("sv_note_queue" if ttft_stat == "mean" else "sv_note_queue_pct", pct=ttft_stat[1:])]
     per_seq, pool = _kv(spec, fmt, gpu, gpus, engine, kv_dtype, load)
     max_conc = int(pool // per_seq) if per_seq > 0 else 0
-    hit = load.prefix_hit
-    ctx = load.input_tokens + load.output_tokens // 2
     point = None
     replica_max = 0.0
+    closest: dict = {}
     if max_conc >= 1:
-        first = speed(spec, fmt, gpu, gpus=gpus, batch=1, context=max(load.input_tokens, 1), engine=engine,
-                      kv_dtype=kv_dtype, catalog=catalog)
-        if first.prefill_tokens_per_s is None:
-            raise GpucostError(f"{gpu.id} has no dense throughput figure: no prefill time")
-        prefill_s = load.input_tokens * (1 - hit) / first.prefill_tokens_per_s
+        prefill_s = prefill_seconds(spec, fmt, gpu, load.input_tokens, load.prefix_hit, gpus=gpus, engine=engine,
+                                    kv_dtype=kv_dtype, catalog=catalog)
         peak = load.requests_per_s * load.peak_ratio
         best: tuple[int, float] | None = None   # (replicas, -requests/s per replica): fewest, then fastest
         for b in sorted({*(x for x in BATCHES if x <= max_conc), min(max_conc, BATCHES[-1])}):
-            sp = speed(spec, fmt, gpu, gpus=gpus, batch=b, context=ctx, engine=engine, kv_dtype=kv_dtype,
-                       catalog=catalog)
-            step = sp.step_ms / 1e3
-            ttft = (prefill_s + step) * 1e3
-            if (tpot_ms is not None and sp.step_ms > tpot_ms) or (ttft_ms is not None and ttft > ttft_ms):
-                continue
-            rps = b / (b * prefill_s + load.output_tokens * step)
-            reps = replicas_needed(peak, rps, prefill_s * 1e3, ttft, ttft_ms)
+            pt = operating_point(spec, fmt, gpu, b, load.input_tokens, load.output_tokens, prefill_s, gpus=gpus,
+                                 engine=engine, kv_dtype=kv_dtype, catalog=catalog)
+            if (tpot_ms is not None and pt.tpot_ms > tpot_ms) or (ttft_ms is not None and pt.ttft_ms > ttft_ms):
+                break  # a decode step only grows with the batch: no larger batch meets the targets either
+            reps = replicas_needed(peak, pt.requests_per_s, prefill_s * 1e3, pt.ttft_ms, ttft_ms, ttft_stat)
             if reps is None:
                 continue
-            holds = min(rps, max_rps_within_ttft(prefill_s * 1e3, ttft, ttft_ms))
-            replica_max = max(replica_max, holds)
-            if best is None or (reps, -rps) < best:
-                best = (reps, -rps)
-                point = OperatingPoint(batch=b, tpot_ms=sp.step_ms, ttft_ms=ttft, requests_per_s=rps,
-                                       decode_tokens_per_s=sp.decode_tokens_per_s)
+            replica_max = max(replica_max, min(pt.requests_per_s, max_rps_within_ttft(
+                prefill_s * 1e3, pt.ttft_ms, ttft_ms, ttft_stat)))
+            if best is None or (reps, -pt.requests_per_s) < best:
+                best = (reps, -pt.requests_per_s)
+                point = pt
     else:
         notes.append(Message("sv_note_nofit", tokens=load.input_tokens + load.output_tokens, n=gpus, card=gpu.id))
     empty: dict = {}
     if point is None:
         if max_conc >= 1:
             notes.append(Message("sv_note_targets"))
+        closest = {} if not find_closest else _closest(spec, fmt, gpu, load, gpus=gpus, engine=engine, kv_dtype=kv_dtype, ttft_ms=ttft_ms,
+                           tpot_ms=tpot_ms, catalog=catalog, ttft_stat=ttft_stat, fits=max_conc >= 1)
+        if closest.get("gpus_per_replica"):
+            notes.append(Message("sv_note_closest_gpus", m=gpus, n=closest["gpus_per_replica"], card=gpu.id))
+        elif closest.get("best_ttft_ms") is not None:
+            notes.append(Message("sv_note_closest_best", ttft=f"{closest['best_ttft_ms']:,.0f}",
+                                 tpot=f"{closest['best_tpot_ms']:.1f}"))
         return ServePlan(spec.id, fmt.id, gpu.id, gpus, engine, load, max_conc, per_seq, pool, None, empty, None,
                          None, None, empty, empty, empty, currency.upper(), _apis(spec, load, catalog, currency),
-                         tuple(notes))
-    dec = band("decode_speed", engine, catalog)
+                         tuple(notes), ttft_target_ms=ttft_ms, ttft_stat=ttft_stat, closest=closest)
+    # the band measured on serving runs (published throughput at load ÷ this engine's estimate of it), else
+    # the decode band where no serving row has been judged
+    dec = band("serving_throughput", engine, catalog) or band("decode_speed", engine, catalog)
     capacity = {"low": point.requests_per_s * dec.p10, "high": point.requests_per_s * dec.p90} if dec else {}
     prefill_ms = point.ttft_ms - point.tpot_ms
     replicas = replicas_needed(load.requests_per_s * load.peak_ratio, point.requests_per_s, prefill_ms,
-                               point.ttft_ms, ttft_ms) or 1
+                               point.ttft_ms, ttft_ms, ttft_stat) or 1
     rho = load.requests_per_s * load.peak_ratio / replicas * prefill_ms / 1e3
-    ttft_queued = queued_ttft_ms(point.ttft_ms, prefill_ms, rho)
+    ttft_queued = queued_ttft_ms(point.ttft_ms, prefill_ms, rho, ttft_stat)
     cards = replicas * gpus
     util = load.requests_per_s / (replicas * point.requests_per_s)
     # GPU time per request: its prefill, and its share of the decode steps
@@ -328,7 +524,31 @@ def plan_serving(spec: ModelSpec, fmt: QuantFormat, gpu: Gpu, load: Load, *, gpu
                                "api": f"{apis[0]['provider']} {apis[0]['api_model']}"}
     return ServePlan(spec.id, fmt.id, gpu.id, gpus, engine, load, max_conc, per_seq, pool, point, capacity, replicas,
                      cards, util, cost_in, cost_out, monthly, currency.upper(), apis, tuple(notes), even, ttft_queued,
-                     rho, replica_max, ttft_ms)
+                     rho, replica_max, ttft_ms, ttft_stat)
+
+
+def _closest(spec: ModelSpec, fmt: QuantFormat, gpu: Gpu, load: Load, *, gpus: int, engine: str, kv_dtype: str,
+             ttft_ms: float | None, tpot_ms: float | None, catalog: Catalog, ttft_stat: str, fits: bool) -> dict:
+    """What comes closest when no batch size of ``gpus`` × ``gpu`` serves ``load`` within the targets (see
+    :attr:`ServePlan.closest`)."""
+    out: dict = {"gpus_per_replica": None, "best_ttft_ms": None, "best_tpot_ms": None}
+    if fits:
+        one = saturated(spec, fmt, gpu, load.input_tokens, load.output_tokens, concurrency=1, gpus=gpus,
+                        engine=engine, kv_dtype=kv_dtype, prefix_hit=load.prefix_hit, catalog=catalog)
+        out["best_ttft_ms"], out["best_tpot_ms"] = one.ttft_ms, one.tpot_ms
+    for g in (2, 4, 8):
+        if g <= gpus:
+            continue
+        try:
+            p = plan_serving(spec, fmt, gpu, load, gpus=g, engine=engine, kv_dtype=kv_dtype, ttft_ms=ttft_ms,
+                             tpot_ms=tpot_ms, catalog=catalog, ttft_stat=ttft_stat, find_closest=False)
+        except GpucostError:  # e.g. more cards than the model has attention heads to split
+            break
+        if p.point is not None:
+            out["gpus_per_replica"] = g
+            out["replicas"] = p.replicas
+            break
+    return out
 
 
 def cost_curve(plan: ServePlan, points: int = 25, span: float = 10.0) -> list[dict]:
@@ -346,7 +566,7 @@ def cost_curve(plan: ServePlan, points: int = 25, span: float = 10.0) -> list[di
     out = []
     for i in range(points):
         rps = ld.requests_per_s * span ** (2 * i / (points - 1) - 1)
-        reps = replicas_needed(rps * ld.peak_ratio, pt.requests_per_s, prefill_ms, pt.ttft_ms, target)
+        reps = replicas_needed(rps * ld.peak_ratio, pt.requests_per_s, prefill_ms, pt.ttft_ms, target, plan.ttft_stat)
         row: dict = {"requests_per_s": rps, "replicas": reps,
                      "api": api_per_rps * rps if api_per_rps is not None else None}
         for b, c in per_card.items():
@@ -362,7 +582,7 @@ def _apis(spec: ModelSpec, load: Load, catalog: Catalog, currency: str) -> list[
     out = []
     tok_month_in = load.requests_per_s * load.input_tokens * 3600 * HOURS_PER_MONTH
     tok_month_out = load.requests_per_s * load.output_tokens * 3600 * HOURS_PER_MONTH
-    for r in table.to_dict(orient="records"):
+    for r in derived(table, "records", lambda t: t.to_dict(orient="records")):
         comp = str(r.get("comparable_model") or "")
         if not comp or model_id(comp, catalog) != spec.id:
             continue
@@ -378,5 +598,6 @@ def _apis(spec: ModelSpec, load: Load, catalog: Catalog, currency: str) -> list[
     return sorted(out, key=lambda a: a["monthly_cost"])
 
 
-__all__ = ["FitTable", "Load", "cost_curve", "OperatingPoint", "ServePlan", "fit_table", "kv_capacity", "longest_context",
-           "plan_serving"]
+__all__ = ["FitTable", "Load", "TTFT_STATISTICS", "cost_curve", "OperatingPoint", "ServePlan", "closed_loop_latency",
+           "fit_table", "kv_capacity", "longest_context", "md1_wait_cdf", "md1_wait_quantile", "operating_point",
+           "plan_serving", "prefill_seconds", "saturated"]

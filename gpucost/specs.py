@@ -269,6 +269,8 @@ SPECS: Mapping[str, Spec] = {
     "peak_ratio": Spec("float", 1.0, ge=1, le=100, help="peak ÷ average load; the fleet is sized for the peak"),
     "ttft_ms": Spec("float", None, gt=0, le=600_000, unit="ms", optional=True, help="target time to first token"),
     "tpot_ms": Spec("float", None, gt=0, le=60_000, unit="ms", optional=True, help="target time per output token"),
+    "ttft_stat": Spec("choice", "mean", choices=("mean", "p50", "p90"),
+                      help="what the TTFT target bounds: the mean, the median or the 90th percentile of requests"),
 }
 
 

@@ -29,7 +29,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from gpucost.catalog import Catalog
+from gpucost.catalog import Catalog, derived
 from gpucost.errors import GpucostError, UnknownNameError
 from gpucost.memory import KV_DTYPE_BYTES, _arrays, kv_cache_bytes
 from gpucost.memory_profiles import ENGINE_PROFILES
@@ -81,7 +81,10 @@ def efficiency_table(catalog: Catalog | None = None) -> dict[str, EngineEfficien
     """data/engine_efficiency.csv by engine; an engine with empty cells takes them from the row named in
     its ``fallback`` column (said in ``borrowed_from``)."""
     catalog = catalog or Catalog()
-    df = catalog.table("engine_efficiency")
+    return derived(catalog.table("engine_efficiency"), "efficiency_table", _efficiency_table)
+
+
+def _efficiency_table(df) -> dict[str, EngineEfficiency]:
     rows = {r["engine"]: r for r in df.to_dict(orient="records")}
     cols = ("bw_efficiency", "layer_overhead_ms", "host_layer_ms", "compute_efficiency", "allreduce_latency_ms", "mfu")
 
@@ -228,7 +231,7 @@ def _decode_bytes(spec: ModelSpec, fmt: QuantFormat, batch: float, context: floa
     weights = (wb.blocks - wb.expert_blocks) + experts + wb.output + wb.vectors
     if spec.tie_embeddings:
         weights += wb.embed  # the output head is the embedding matrix, read whole every step
-    a = _arrays([(spec, fmt)])
+    a = _arrays(((spec, fmt),))
     kv = float(kv_cache_bytes(a, context, batch, KV_DTYPE_BYTES[kv_dtype], ENGINE_PROFILES[engine])[0])
     return weights, kv
 

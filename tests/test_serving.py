@@ -6,13 +6,26 @@ from __future__ import annotations
 import json
 import math
 
+import numpy as np
 import pytest
 
 from gpucost.catalog import Catalog
 from gpucost.models import catalog_spec
 from gpucost.quant import get_format
 from gpucost.records import gpu
-from gpucost.serving import Load, cost_curve, fit_table, kv_capacity, longest_context, plan_serving
+from gpucost.serving import (
+    Load,
+    closed_loop_latency,
+    cost_curve,
+    fit_table,
+    kv_capacity,
+    longest_context,
+    md1_wait_cdf,
+    md1_wait_quantile,
+    plan_serving,
+    saturated,
+)
+from gpucost.speed import speed
 from gpucost.units import HOURS_PER_MONTH
 from tests.conftest import run_cli
 
@@ -78,6 +91,88 @@ def test_time_to_first_token_waits_for_the_prompts_queued_ahead(cat):
         assert too_slow or fewer * q.point.requests_per_s < 20
     assert fleets == sorted(fleets) and fleets[0] < fleets[-1]
     assert any("M/D/1" in n for n in p.notes)
+
+
+def _simulated_md1_waits(rho: float, n: int = 300_000) -> np.ndarray:
+    """Waits in an M/D/1 queue (service time 1) by Lindley's recursion, W' = max(0, W + 1 − A): an
+    independent check of Erlang's formula."""
+    gaps = np.random.default_rng(7).exponential(1 / rho, n)
+    waits = np.empty(n)
+    w = 0.0
+    for i in range(n):
+        waits[i] = w
+        w = max(0.0, w + 1.0 - gaps[i])
+    return waits[n // 20:]   # without the start-up
+
+
+def test_md1_waiting_time_quantiles_match_a_simulated_queue():
+    # Erlang's formula by hand below one service time: P(W <= t) = (1 - rho) e^(rho t)
+    assert md1_wait_cdf(0.0, 0.5) == pytest.approx(0.5)
+    assert md1_wait_cdf(0.7, 0.5) == pytest.approx(0.5 * math.exp(0.35))
+    assert md1_wait_quantile(0.3, 0.5) == 0.0   # 70 % of requests find no prompt queued ahead
+    for rho in (0.4, 0.7, 0.9):
+        waits = _simulated_md1_waits(rho)
+        assert md1_wait_cdf(2.5, rho) == pytest.approx(np.mean(waits <= 2.5), abs=0.01)
+        for q in (0.5, 0.9):
+            sim = float(np.percentile(waits, q * 100))
+            assert md1_wait_quantile(rho, q) == pytest.approx(sim, rel=0.05, abs=0.03), (rho, q)
+    # beyond the exact range: the exponential tail, continuous with it
+    assert md1_wait_quantile(0.99, 0.9) > md1_wait_quantile(0.98, 0.9) > 25
+
+
+def test_a_p90_ttft_target_counts_the_slowest_tenth(cat):
+    mean = _plan(cat, Load(20, 1000, 200), card="rtx-4090", ttft_ms=400)
+    p90 = _plan(cat, Load(20, 1000, 200), card="rtx-4090", ttft_ms=400, ttft_stat="p90")
+    assert p90.ttft_stat == "p90" and p90.ttft_queued_ms <= 400 * (1 + 1e-9)
+    prefill_ms = p90.point.ttft_ms - p90.point.tpot_ms
+    # the plan's p90 is the no-queue TTFT plus the 90th percentile of the M/D/1 wait in prefill times
+    assert p90.ttft_queued_ms == pytest.approx(
+        p90.point.ttft_ms + prefill_ms * md1_wait_quantile(p90.prefill_utilization, 0.9), rel=2e-3)
+    assert p90.replicas > mean.replicas    # bounding nine requests in ten takes more cards than the mean
+    assert any("90th percentile" in n for n in p90.notes)
+    rec = run_cli("serve", "--model", "llama-3.1-8b", "--gpu", "rtx-4090", "--rps", "20", "--ttft-ms", "400",
+                  "--ttft-stat", "p90", "--json")
+    assert rec.returncode == 0 and json.loads(rec.stdout)["replicas"] == p90.replicas
+    bad = run_cli("serve", "--model", "llama-3.1-8b", "--gpu", "rtx-4090", "--ttft-stat", "p99")
+    assert bad.returncode == 2 and "--ttft-stat" in bad.stderr and bad.stderr.count("\n") == 1
+
+
+def test_when_no_configuration_meets_the_targets_the_closest_one_is_named(cat):
+    spec, fmt = catalog_spec("llama-3.1-70b", cat), get_format("bf16", cat)
+    rtx = gpu(cat, "rtx-4090")
+    # 141 GB of weights: not on one 24 GB card, nor four; eight hold it with room for the KV cache
+    one = plan_serving(spec, fmt, rtx, Load(1, 1000, 200), catalog=cat)
+    assert one.point is None and one.closest["gpus_per_replica"] == 8
+    assert plan_serving(spec, fmt, rtx, Load(1, 1000, 200), gpus=4, catalog=cat).point is None
+    assert plan_serving(spec, fmt, rtx, Load(1, 1000, 200), gpus=8, catalog=cat).point is not None
+    assert any("8 × rtx-4090 per replica" in n for n in one.notes)
+    # a TPOT below what any number of cards does: the best one card does, one request at a time
+    small, h100 = catalog_spec("llama-3.1-8b", cat), gpu(cat, "h100-sxm")
+    none = plan_serving(small, fmt, h100, Load(1, 1000, 200), tpot_ms=0.5, catalog=cat)
+    alone = speed(small, fmt, h100, batch=1, context=1100, catalog=cat)
+    assert none.closest["gpus_per_replica"] is None
+    assert none.closest["best_tpot_ms"] == pytest.approx(alone.step_ms)
+    assert none.closest["best_ttft_ms"] > alone.step_ms
+    rec = run_cli("serve", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--tpot-ms", "0.5")
+    assert rec.returncode == 0 and "no configuration meets the targets" in rec.stdout
+    assert f"TPOT {alone.step_ms:.1f} ms" in rec.stdout
+
+
+def test_a_saturated_replica_and_fixed_concurrency_by_hand(cat):
+    spec, fmt, h100 = catalog_spec("llama-3.1-8b", cat), get_format("bf16", cat), gpu(cat, "h100-sxm")
+    full = saturated(spec, fmt, h100, 1000, 200, catalog=cat)
+    per_seq, pool = kv_capacity(spec, fmt, h100, context=1200, prompt=1000)
+    assert full.batch == min(int(pool // per_seq), 1024)
+    prefill_s = (full.ttft_ms - full.tpot_ms) / 1e3
+    assert full.requests_per_s == pytest.approx(full.batch / (full.batch * prefill_s + 200 * full.tpot_ms / 1e3))
+    # one client: no queue, every step its own
+    one = saturated(spec, fmt, h100, 1000, 200, concurrency=1, catalog=cat)
+    assert closed_loop_latency(one, 200) == pytest.approx((one.ttft_ms, one.tpot_ms))
+    # sixteen: Little's law — TTFT + output × TPOT is the time each request spends, 16 / requests per second
+    many = saturated(spec, fmt, h100, 1000, 200, concurrency=16, catalog=cat)
+    ttft, tpot = closed_loop_latency(many, 200)
+    assert ttft > many.ttft_ms and tpot > many.tpot_ms
+    assert ttft + 200 * tpot == pytest.approx(16 / many.requests_per_s * 1e3)
 
 
 def test_input_and_output_costs_add_up_to_the_fleets_bill(cat):

@@ -27,6 +27,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_spec(p, "--prefix-hit", "prefix_hit", metavar="F")
     add_spec(p, "--ttft-ms", "ttft_ms", metavar="MS")
     add_spec(p, "--tpot-ms", "tpot_ms", metavar="MS")
+    add_spec(p, "--ttft-stat", "ttft_stat")
     p.add_argument("--currency", default=DEFAULTS.currency, metavar="C")
     p.add_argument("--fits", action="store_true",
                    help="instead of a load: what fits one replica — the most concurrent sequences per context "
@@ -55,7 +56,7 @@ def run(args: argparse.Namespace):
         load = Load(args.rps, args.input_tokens, args.output_tokens, args.prefix_hit, args.peak_ratio)
     return plan_serving(spec, fmt, gpu_record(cat, args.gpu), load, gpus=args.gpus, engine=engine,
                         kv_dtype=args.kv_dtype, ttft_ms=args.ttft_ms, tpot_ms=args.tpot_ms, catalog=cat,
-                        currency=args.currency.upper()).to_dict()
+                        currency=args.currency.upper(), ttft_stat=args.ttft_stat).to_dict()
 
 
 def _m(v) -> str:
@@ -83,15 +84,15 @@ def render_text(r) -> str:
              f"{r['max_concurrency']} sequences per replica"]
     pt = r["point"]
     if pt is None:
-        lines.append("no operating point: " + "; ".join(r["notes"]))
+        lines.append("no configuration meets the targets: " + "; ".join(r["notes"]))
         return "\n".join(lines)
     band = r["capacity_band"]
     lines += [f"operating point: {pt['batch']} in flight, TPOT {pt['tpot_ms']:.1f} ms, TTFT {pt['ttft_ms']:.0f} ms, "
               f"{pt['requests_per_s']:.2f} req/s per replica"
               + (f" (p10–p90 {band['low']:.2f}–{band['high']:.2f})" if band else ""),
               f"fleet: {r['replicas']} replica(s) = {r['cards']} card(s), {r['utilization'] * 100:.0f} % utilized; "
-              f"at the peak, prefills take {r['prefill_utilization'] * 100:.0f} % of a replica and the mean TTFT "
-              f"with queueing is {r['ttft_queued_ms']:,.0f} ms",
+              f"at the peak, prefills take {r['prefill_utilization'] * 100:.0f} % of a replica and the "
+              f"{'mean' if r['ttft_stat'] == 'mean' else r['ttft_stat']} TTFT with queueing is {r['ttft_queued_ms']:,.0f} ms",
               f"cost per 1M tokens [{r['currency']}] input / output: "
               + ", ".join(f"{b} {_m(r['cost_per_1m_input'][b])} / {_m(r['cost_per_1m_output'][b])}"
                           for b in r["cost_per_1m_input"]),

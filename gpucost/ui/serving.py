@@ -28,11 +28,11 @@ class ServingPage(Page):
     def __init__(self, model: str = "llama-3.1-8b", quant: str = "bf16", engine: str = "vllm",
                  gpu: str = "h100-sxm", gpus: int = 1, requests_per_s: float = 2.0, input_tokens: int = 1000,
                  output_tokens: int = 200, prefix_hit: float = 0.0, peak_ratio: float = 1.0,
-                 ttft_ms: float | None = None, tpot_ms: float | None = 50.0, lang: str = "en",
+                 ttft_ms: float | None = None, tpot_ms: float | None = 50.0, ttft_stat: str = "mean", lang: str = "en",
                  currency: str | None = None, catalog=None):
         self._init = dict(model=model, quant=quant, engine=engine, gpu=gpu, gpus=gpus, requests_per_s=requests_per_s,
                           input_tokens=input_tokens, output_tokens=output_tokens, prefix_hit=prefix_hit,
-                          peak_ratio=peak_ratio, ttft_ms=ttft_ms, tpot_ms=tpot_ms)
+                          peak_ratio=peak_ratio, ttft_ms=ttft_ms, tpot_ms=tpot_ms, ttft_stat=ttft_stat)
         self.plan = None
         self.fits = None
         super().__init__(lang=lang, currency=currency, catalog=catalog)
@@ -59,12 +59,16 @@ class ServingPage(Page):
             gid = "h100-sxm"
         self.card = w.Dropdown(options=options, value=gid, layout=w.Layout(width="95%"))
         self.card.add_class("gc-serve-card")
+        stats = SPECS["ttft_stat"].choices
+        self.ttft_stat = w.Dropdown(options=[(self.t(f"sv_stat_{x}"), x) for x in stats],
+                                    value=i["ttft_stat"] if i["ttft_stat"] in stats else "mean", layout=w.Layout(width="95%"))
+        self.ttft_stat.add_class("gc-serve-ttft-stat")
         fields = [self.spec_field(k, SPECS[k], i[k], f"sv_{k}", css=f"gc-serve-{k.replace('_', '-')}")
                   for k in ("gpus", "requests_per_s", "input_tokens", "output_tokens", "prefix_hit", "peak_ratio",
                             "ttft_ms", "tpot_ms")]
         self.inputs.children = [self.field("sv_model", self.model), self.field("sv_quant", self.quant),
                                 self.field("sv_engine", self.engine), self.field("sv_card", self.card), *fields,
-                                *self.shell_inputs()]
+                                self.field("sv_ttft_stat", self.ttft_stat), *self.shell_inputs()]
         self.summary = w.HTML()
         self.summary.add_class("gc-summary")
         self.details = w.HTML()
@@ -76,11 +80,12 @@ class ServingPage(Page):
         self.fits_html.add_class("gc-serve-fits")
         self.curve_chart = self.figure_box()
         self.results.children = [self.summary, self.curve_chart, self.details, self.apis_html, self.fits_html]
-        for wid in (self.model, self.quant, self.engine, self.card):
+        for wid in (self.model, self.quant, self.engine, self.card, self.ttft_stat):
             wid.observe(lambda _: self.safe_refresh(), names="value")
 
     def url_widgets(self) -> dict:
-        return {"model": self.model, "quant": self.quant, "engine": self.engine, "gpu": self.card}
+        return {"model": self.model, "quant": self.quant, "engine": self.engine, "gpu": self.card,
+                "ttft_stat": self.ttft_stat}
 
     def refresh(self) -> None:
         cat = self.catalog
@@ -90,7 +95,7 @@ class ServingPage(Page):
                     self.val("prefix_hit"), self.val("peak_ratio"))
         self.plan = plan_serving(spec, fmt, gpu_records(cat)[self.card.value], load, gpus=self.val("gpus"),
                                  engine=self.engine.value, ttft_ms=self.val("ttft_ms"), tpot_ms=self.val("tpot_ms"),
-                                 catalog=cat, currency=self.state.currency)
+                                 catalog=cat, currency=self.state.currency, ttft_stat=self.ttft_stat.value)
         self.fits = fit_table(spec, fmt, gpu_records(cat)[self.card.value], gpus=self.val("gpus"),
                               engine=self.engine.value)
         self._draw()
@@ -111,7 +116,8 @@ class ServingPage(Page):
         pt = p.point
         best = next((b for b in BASES if p.cost_per_1m_output.get(b) is not None), None)
         answer = t("sv_answer", cards=p.cards, replicas=p.replicas, n=p.gpus_per_replica, card=self.card.label,
-                   util=f"{p.utilization * 100:.0f}", tpot=f"{pt.tpot_ms:.0f}", ttft=f"{p.ttft_queued_ms:,.0f}")
+                   util=f"{p.utilization * 100:.0f}", tpot=f"{pt.tpot_ms:.0f}",
+                   ttft_phrase=t(f"sv_ttft_{p.ttft_stat}", ttft=f"{p.ttft_queued_ms:,.0f}"))
         if best:
             answer += " " + t("sv_answer_cost", basis=t(f"sv_basis_{best}"),
                               cin=self._money(p.cost_per_1m_input[best]), cout=self._money(p.cost_per_1m_output[best]),

@@ -25,6 +25,7 @@ from gpucost.errors import GpucostError
 from gpucost.validation.corpus import (
     CATEGORIES,
     COMPARE_UNIT,
+    SERVING_CATEGORIES,
     SPEED_CATEGORIES,
     comparison_value,
     convert,
@@ -40,7 +41,7 @@ TARGETS = {"file_size": 1.0, "inference_memory": 5.0, "training_memory": 10.0, "
 #: what the tests hold on the median today: the target where the median meets it, else the measured
 #: cross-validated median a little above (README "what still misses")
 BOUNDS = {"file_size": 1.0, "inference_memory": 5.0, "training_memory": 15.0, "decode_speed": 22.0,
-          "prefill_speed": 25.0}
+          "prefill_speed": 25.0, "serving_throughput": 45.0}
 P90_RATIO = 2.5
 
 
@@ -58,6 +59,7 @@ def validate(catalog: Catalog | None = None, *, cross_validated: bool = True) ->
     rows = catalog.table("benchmarks").to_dict(orient="records")
     terms = corpus_terms(catalog)
     full = fitted_table(catalog, terms=terms)
+    fitted_sources = {t.source for t in terms}
     tables: dict[str, dict] = {}
     out = []
     for row in rows:
@@ -67,7 +69,9 @@ def validate(catalog: Catalog | None = None, *, cross_validated: bool = True) ->
                 "gpu": str(row.get("gpu_id") or ""), "measure_kind": str(row.get("measure_kind") or "")}
         try:
             measured, unit = comparison_value(row)
-            if cross_validated and row["category"] in SPEED_CATEGORIES:
+            # a serving document enters no fit unless it also published decode/prefill rows
+            if cross_validated and (row["category"] in SPEED_CATEGORIES
+                                    or (row["category"] in SERVING_CATEGORIES and src in fitted_sources)):
                 if src not in tables:
                     tables[src] = fitted_table(catalog, exclude_source=src, terms=terms)
                 table = tables[src]

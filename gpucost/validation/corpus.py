@@ -36,17 +36,22 @@ from gpucost.models import catalog_spec, model_id
 from gpucost.quant import GIB, get_format, weights_file_gib
 from gpucost.records import Gpu, gpu_records
 from gpucost.serialize import number
+from gpucost.serving import closed_loop_latency, saturated
 from gpucost.speed import EngineEfficiency, efficiency_table, engine_efficiency, speed
 
 #: explicit unit conversions to the comparison unit (GiB = 2^30 bytes; GB = 10^9 bytes; MiB = 2^20 bytes)
 UNIT_TO_GIB = {"GiB": 1.0, "GB": 1e9 / GIB, "MiB": 2**20 / GIB, "MB": 1e6 / GIB}
 UNIT_TO_MS = {"ms": 1.0, "s": 1000.0}
 CATEGORIES = ("file_size", "inference_memory", "training_memory", "decode_speed", "prefill_speed", "ttft", "tpot",
-              "mfu")
+              "mfu", "serving_throughput", "serving_ttft", "serving_tpot")
 #: the unit each category is compared in
 COMPARE_UNIT = {"file_size": "GiB", "inference_memory": "GiB", "training_memory": "GiB", "decode_speed": "tokens/s",
-                "prefill_speed": "tokens/s", "ttft": "ms", "tpot": "ms", "mfu": "fraction"}
+                "prefill_speed": "tokens/s", "ttft": "ms", "tpot": "ms", "mfu": "fraction",
+                "serving_throughput": "tokens/s", "serving_ttft": "ms", "serving_tpot": "ms"}
 SPEED_CATEGORIES = ("decode_speed", "prefill_speed", "ttft", "tpot")
+#: a load served with several requests in flight (gpucost.serving): output tokens per second of the
+#: whole system, and the mean TTFT / TPOT its clients saw — never fitted on, only judged
+SERVING_CATEGORIES = ("serving_throughput", "serving_ttft", "serving_tpot")
 #: the corpus's engine names → gpucost's inference engine (None: not modelled)
 INFERENCE_ENGINES = {"transformers": "transformers", "transformers+peft": "transformers", "vllm": "vllm",
                      "llama.cpp": "llama.cpp", "ollama": "llama.cpp", "tensorrt-llm": "tensorrt-llm",
@@ -68,6 +73,13 @@ def comparison_value(row: dict) -> tuple[float, str]:
         return value * UNIT_TO_GIB[unit], "GiB"
     if want == "tokens/s" and unit == "tokens/s":
         return value, "tokens/s"
+    if cat == "serving_throughput" and unit == "tokens/s/gpu":
+        return value * _int(row.get("num_gpus"), 1), "tokens/s"
+    if cat == "serving_throughput" and unit == "requests/s":  # requests of a stated mean output length
+        gen = number(row.get("gen_tokens"))
+        if not gen:
+            raise GpucostError("a request rate without the output length per request")
+        return value * gen, "tokens/s"
     if cat == "decode_speed" and unit in UNIT_TO_MS:  # a latency per generated token
         return 1000.0 / (value * UNIT_TO_MS[unit]), "tokens/s"
     if want == "ms" and unit in UNIT_TO_MS:
@@ -207,6 +219,50 @@ def _speed(row: dict, spec, fmt, catalog: Catalog, table: dict[str, EngineEffici
     return 1000.0 * p * batch / sp.prefill_tokens_per_s  # the prompts of a batch are one prefill
 
 
+_PARALLEL = re.compile(r"\bTP\s*=?\s*(\d+)(?:\s*,\s*PP\s*=?\s*(\d+))?")
+
+
+def _replica_gpus(row: dict) -> tuple[int, int]:
+    """(cards per replica, replicas) of a serving row: ``TPn`` (and ``PPm``) in its notes, else one replica on
+    every card. Pipeline stages are modelled as tensor-parallel ranks: in a saturated run both split the
+    weights and the work evenly."""
+    gpus = _int(row.get("num_gpus"), 1)
+    m = _PARALLEL.search(str(row.get("notes") or ""))
+    per = int(m.group(1)) * int(m.group(2) or 1) if m else gpus
+    if per < 1 or gpus % per:
+        raise GpucostError(f"{gpus} cards do not split into replicas of TP×PP = {per}")
+    return per, gpus // per
+
+
+def _serving(row: dict, spec, fmt, catalog: Catalog, table: dict[str, EngineEfficiency]) -> float:
+    """A load served with several requests in flight: :func:`gpucost.serving.saturated` at the row's
+    concurrency (clients that send a new request when one finishes), else with as many sequences as fit
+    (an offline run: every request queued at once)."""
+    cat = row["category"]
+    engine = engine_of(row)
+    if "disaggregat" in str(row.get("notes") or "").lower():
+        raise GpucostError("prefill-decode disaggregation is not modelled")
+    gpu = _gpu(row, catalog)
+    prompt, gen = number(row.get("prompt_tokens")), number(row.get("gen_tokens"))
+    if not prompt or not gen:
+        raise GpucostError("the prompt and output lengths are not both stated")
+    conc = _int(row.get("concurrency"), 0) or None
+    if conc is None and engine == "llama.cpp":
+        raise GpucostError("llama.cpp serves a fixed number of slots: the concurrency is not stated")
+    if cat != "serving_throughput" and conc is None:
+        raise GpucostError("a latency under an open-loop request rate (no concurrency stated) is not estimated")
+    per, replicas = _replica_gpus(row)
+    eff = engine_efficiency(engine, catalog, fmt, backend_of(row), table=table)
+    n_in, n_out = max(int(round(prompt)), 1), max(int(round(gen)), 1)
+    if conc is not None:   # the clients are spread over the replicas
+        conc = max(1, conc // replicas)
+    pt = saturated(spec, fmt, gpu, n_in, n_out, concurrency=conc, gpus=per, engine=engine, catalog=catalog, eff=eff)
+    if cat == "serving_throughput":
+        return pt.requests_per_s * n_out * replicas
+    ttft, tpot = closed_loop_latency(pt, n_out)
+    return ttft if cat == "serving_ttft" else tpot
+
+
 def row_estimate(row: dict, catalog: Catalog, table: dict[str, EngineEfficiency] | None = None) -> float:
     """The estimator's value for one corpus row, in the row's comparison unit. Raises GpucostError (with
     the reason) when the row cannot be estimated."""
@@ -230,6 +286,8 @@ def row_estimate(row: dict, catalog: Catalog, table: dict[str, EngineEfficiency]
         return _inference_memory(row, spec, fmt, catalog)
     if cat == "training_memory":
         return _training_memory(row, spec, fmt)
+    if cat in SERVING_CATEGORIES:
+        return _serving(row, spec, fmt, catalog, table)
     return _speed(row, spec, fmt, catalog, table)
 
 

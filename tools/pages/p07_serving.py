@@ -15,6 +15,7 @@ prefix_hit: float = 0.0  # share of input tokens served from the prefix cache
 peak_ratio: float = 1.0  # peak / average load
 ttft_ms: float = 0.0  # target time to first token [ms]; 0 = none
 tpot_ms: float = 50.0  # target time per output token [ms]; 0 = none
+ttft_stat: str = "mean"  # what the TTFT target bounds: mean | p50 | p90
 lang: str = "en"  # en | zh
 currency: str = ""  # display currency; "" = the language's (USD for en, CNY for zh)
 '''
@@ -23,7 +24,7 @@ from gpucost.ui.serving import ServingPage
 
 page = ServingPage(model=model, quant=quant, engine=engine, gpu=gpu, gpus=gpus, requests_per_s=requests_per_s,
                    input_tokens=input_tokens, output_tokens=output_tokens, prefix_hit=prefix_hit,
-                   peak_ratio=peak_ratio, ttft_ms=ttft_ms or None, tpot_ms=tpot_ms or None, lang=lang,
-                   currency=currency or None)
+                   peak_ratio=peak_ratio, ttft_ms=ttft_ms or None, tpot_ms=tpot_ms or None, ttft_stat=ttft_stat,
+                   lang=lang, currency=currency or None)
 page.display()
 '''
