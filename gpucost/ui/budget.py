@@ -93,6 +93,21 @@ def keep_kernel_errors_off_the_wire() -> None:
 PUBLIC_KERNEL_ENV = "GPUCOST_PUBLIC_KERNEL"
 
 
+def _refuse_emptied_selection(widget, msg) -> None:
+    """A page's choice (a dropdown, toggle buttons) always has a value; its browser side never sends "no
+    selection" (index null) — only a tampered client does, and the page's code would meet a None it never
+    offered. Refused like any invalid value."""
+    from ipywidgets.widgets.widget_selection import _Selection
+
+    data = (msg.get("content") or {}).get("data") or {}
+    state = data.get("state") if data.get("method") in ("update", "backbone") else None
+    if isinstance(widget, _Selection) and isinstance(state, dict) and "index" in state and state["index"] is None \
+            and widget.index is not None:
+        from traitlets import TraitError
+
+        raise TraitError(f"{type(widget).__name__}: a selection cannot be emptied")
+
+
 def guard_widget_messages() -> bool:
     """In the public app's kernel, a widget message the kernel refuses (a dropdown index of 999 from a
     tampered page) is logged on the server instead of shown: ipywidgets' ``_handle_msg`` otherwise calls
@@ -110,6 +125,7 @@ def guard_widget_messages() -> bool:
 
     def _handle_msg(self, msg):
         try:
+            _refuse_emptied_selection(self, msg)
             return inner(self, msg)
         except Exception:
             logging.getLogger("gpucost.kernel").warning("refused a widget message for %s",

@@ -609,7 +609,9 @@ class Page:
             return None
         f = files[0]
         name = f.get("name", default_name) if isinstance(f, dict) else getattr(f, "name", default_name)
-        content = f["content"] if isinstance(f, dict) else f.content
+        content = f.get("content") if isinstance(f, dict) else getattr(f, "content", None)
+        if not isinstance(content, (bytes, bytearray, memoryview)):  # not what a browser sends: a tampered message
+            raise GpucostError(self.t("upload_unreadable", file=str(name)[:80]))
         limit = budget.MAX_UPLOAD_BYTES if max_bytes is None else max_bytes
         if len(content) > limit:
             raise GpucostError(self.t("upload_too_big", file=name, kb=f"{limit // 1024:,}"))
