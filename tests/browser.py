@@ -221,7 +221,9 @@ async def _session(browser, url: str, i: int, all_open, stagger_s: float, timeou
         # longer than any one session's own steps: a session that is stuck reports its own failure
         await asyncio.wait_for(all_open.wait(), 3 * timeout_ms / 1000)
         config = json.loads(await pg.text_content("#jupyter-config-data"))
+        # read after every session has made its own change: what another visitor chose must not show here
         return {"rendered_s": rendered, "answered_s": answered, "chart": await pg.text_content(".gc-chart"),
+                "precision": await pg.input_value(".gc-precision select"),
                 "traceback": "Traceback" in await pg.inner_text("body"), "kernel": config["kernelId"],
                 "kernel_mib": kernel_rss_mib(config["kernelId"])}
     except asyncio.BrokenBarrierError:

@@ -275,3 +275,49 @@ def test_closing_the_tab_shuts_its_kernel_down(server, chromium_browser):
             break
         time.sleep(0.2)
     assert kernel_rss_mib(kernel) == 0, "the closed tab's kernel is still running"
+
+
+def _post(url: str, form: dict, cookie: str, method: str = "POST") -> int:
+    import urllib.error
+    import urllib.parse
+    import urllib.request
+
+    req = urllib.request.Request(url, data=urllib.parse.urlencode(form).encode(), method=method,  # noqa: S310
+                                 headers={"Cookie": cookie, "Content-Type": "application/x-www-form-urlencoded",
+                                          "X-XSRFToken": form.get("_xsrf", "")})
+    try:
+        return urllib.request.urlopen(req, timeout=30).status  # noqa: S310 - localhost
+    except urllib.error.HTTPError as exc:
+        return exc.code
+
+
+def test_a_kernel_is_shut_down_only_by_its_own_page(server, chromium_browser):
+    # another visitor who learnt this page's kernel id makes up tornado's double-submit XSRF token (a cookie
+    # and the same value in the form): refused, on both shutdown routes, and the page's kernel runs on
+    import json
+
+    from .browser import kernel_rss_mib
+
+    ctx = chromium_browser.new_context()
+    pg = ctx.new_page()
+    try:
+        pg.goto(server.page("00_start.ipynb"))
+        wait_ready(pg)
+        kernel = json.loads(pg.text_content("#jupyter-config-data"))["kernelId"]
+        token = pg.get_attribute("[data-gpucost-token]", "data-gpucost-token")
+        assert token and len(token) == 64
+        forged = {"_xsrf": "chosen-by-the-client"}
+        cookie = "_xsrf=chosen-by-the-client"
+        assert _post(f"{server.url}/voila/api/shutdown/{kernel}", forged, cookie) == 403
+        assert _post(f"{server.url}/voila/api/shutdown/{kernel}", {**forged, "gpucost_token": "0" * 64}, cookie) == 403
+        assert _post(f"{server.url}/api/kernels/{kernel}", forged, cookie, method="DELETE") == 403
+        assert kernel_rss_mib(kernel) > 50, "a forged request shut another visitor's kernel down"
+        # the page's own token (what its closing beacon sends) is accepted
+        assert _post(f"{server.url}/voila/api/shutdown/{kernel}", {**forged, "gpucost_token": token}, cookie) == 204
+        for _ in range(50):
+            if kernel_rss_mib(kernel) == 0:
+                break
+            time.sleep(0.2)
+        assert kernel_rss_mib(kernel) == 0
+    finally:
+        ctx.close()

@@ -115,3 +115,24 @@ def test_the_public_kernel_is_the_one_that_guards():
 
     spec = json.loads((JUPYTER_DATA / "kernels" / "gpucost" / "kernel.json").read_text())
     assert spec["env"][budget.PUBLIC_KERNEL_ENV] == "1"
+
+
+def test_a_pages_shutdown_token_is_its_kernel_id_signed_with_the_servers_secret(monkeypatch):
+    # HMAC-SHA256 of the kernel id under the secret the server drew (gpucost/ui/server.py); another kernel id
+    # or another server's secret gives another token, and outside the public server a page carries none
+    import hashlib
+    import hmac
+
+    from gpucost.ui import server
+
+    kid, secret = "0f6b8a2e-5d1c-4e7a-9b3f-2c8d1e0a7b64", "ab" * 32
+    assert server.kernel_token(kid, secret) == hmac.new(secret.encode(), kid.encode(), hashlib.sha256).hexdigest()
+    assert server.kernel_token(kid, "cd" * 32) != server.kernel_token(kid, secret)
+    assert server.kernel_token(kid.replace("0f", "1f"), secret) != server.kernel_token(kid, secret)
+    monkeypatch.delenv(server.SECRET_ENV, raising=False)
+    assert server.page_token() is None and server.token_widget() is None
+    monkeypatch.setenv(server.SECRET_ENV, secret)
+    monkeypatch.setattr(server, "own_kernel_id", lambda: kid)
+    box = server.token_widget()
+    assert f'data-gpucost-token="{server.kernel_token(kid, secret)}"' in box.value
+    assert box.layout.display == "none"

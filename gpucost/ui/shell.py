@@ -29,6 +29,7 @@ from gpucost.specs import Spec
 from gpucost.ui import budget
 from gpucost.ui.chart import Chart, PlotlyLibrary
 from gpucost.ui.prefs import Prefs, url_params
+from gpucost.ui.server import token_widget
 
 # the pages run in a visitor's kernel: its errors are the server's, never sent to the page
 budget.keep_kernel_errors_off_the_wire()
@@ -648,6 +649,8 @@ class Page:
         body = w.HBox([self.inputs, self.results], layout=w.Layout(width="100%"))
         body.add_class("gc-body")
         extra = [self._plotly] if self._plotly is not None else []
+        token = token_widget()  # the public server's proof that this page may shut its kernel down
+        extra += [token] if token is not None else []
         return w.VBox([w.HTML(CSS), self.prefs, *extra, self.heading, self.header, self.status, body],
                       layout=w.Layout(width="100%"))
 

@@ -1,0 +1,89 @@
+"""The public server's own rules (issue 19), installed by ``voila.py`` when ``voila`` starts in the repository
+(``./dev serve``, the tests' server): a kernel is shut down only by the page it serves.
+
+Voilà's closed-tab shutdown (``POST voila/api/shutdown/<kernel id>``) and jupyter_server's ``DELETE
+api/kernels/<kernel id>`` check tornado's double-submit XSRF token, which any client can make up (a cookie
+and the same value in the form): whoever learns a kernel id could shut another visitor's page down. Here:
+
+* the server draws a random secret when it starts; its kernels inherit it (:data:`SECRET_ENV`);
+* each page's kernel computes its own token, an HMAC of its kernel id under that secret
+  (:func:`page_token`), and puts it in its page only (:func:`token_widget`);
+* the shutdown is accepted only with that token (the template's closing beacon sends it); ``DELETE
+  api/kernels/<id>``, which no page uses, is refused.
+
+The secret never leaves the server and its kernels (visitors cannot run code in a kernel: Voilà refuses
+``execute_request``), so a token cannot be made for a kernel id one has not been served."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import os
+import re
+import secrets
+
+#: the environment variable holding the server's secret (set by :func:`install`, inherited by its kernels)
+SECRET_ENV = "GPUCOST_KERNEL_SECRET"
+#: the form field of the shutdown request that carries the page's token
+TOKEN_FIELD = "gpucost_token"
+
+
+def kernel_token(kernel_id: str, secret: str) -> str:
+    """The token of ``kernel_id`` under the server's ``secret``."""
+    return hmac.new(secret.encode(), kernel_id.encode(), hashlib.sha256).hexdigest()
+
+
+def own_kernel_id() -> str | None:
+    """This kernel's id (jupyter_client names a kernel's connection file ``kernel-<id>.json``); None outside a
+    kernel."""
+    try:
+        from ipykernel.connect import get_connection_file
+
+        name = os.path.basename(get_connection_file())
+    except Exception:  # noqa: BLE001 - no running kernel app (papermill's in-process runs, tests)
+        return None
+    m = re.fullmatch(r"kernel-(.+)\.json", name)
+    return m.group(1) if m else None
+
+
+def page_token() -> str | None:
+    """The token of this page's kernel, when it runs under the public server (else None)."""
+    secret, kid = os.environ.get(SECRET_ENV), own_kernel_id()
+    return kernel_token(kid, secret) if secret and kid else None
+
+
+def token_widget():
+    """An invisible element carrying :func:`page_token` for the template's closing beacon (None without one)."""
+    token = page_token()
+    if token is None:
+        return None
+    import ipywidgets as w
+
+    box = w.HTML(f'<span data-gpucost-token="{token}"></span>', layout=w.Layout(display="none"))
+    box.add_class("gc-kernel-token")
+    return box
+
+
+def install() -> None:
+    """Draw the server's secret and make the kernel shutdown handlers demand a page's token."""
+    from jupyter_server.services.kernels.handlers import KernelHandler
+    from tornado import web
+    from voila.shutdown_kernel_handler import VoilaShutdownKernelHandler
+
+    secret = os.environ.setdefault(SECRET_ENV, secrets.token_hex(32))
+    if getattr(VoilaShutdownKernelHandler, "_gpucost_guarded", False):
+        return
+    shutdown = VoilaShutdownKernelHandler.post
+
+    async def post(self, kernel_id):
+        given = self.get_body_argument(TOKEN_FIELD, "") or self.request.headers.get("X-Gpucost-Token", "")
+        if not hmac.compare_digest(given, kernel_token(kernel_id, secret)):
+            raise web.HTTPError(403, "a kernel is shut down only by its own page")
+        return await shutdown(self, kernel_id)
+
+    async def delete(self, kernel_id):
+        raise web.HTTPError(403, "kernels are not deleted through this server's API")
+
+    VoilaShutdownKernelHandler.post = post  # type: ignore[method-assign]
+    KernelHandler.delete = delete  # type: ignore[method-assign]
+    VoilaShutdownKernelHandler._gpucost_guarded = True  # type: ignore[attr-defined]
