@@ -381,8 +381,6 @@ def load_skypilot_vms(source: str | Path | io.StringIO, *, provider: str | None 
             text = path.read_text(encoding="utf-8")
         except OSError as exc:
             raise DataError(f"cannot read the file ({exc.strerror})", file=label) from None
-        if provider is None:
-            provider = path.parent.name if path.parent.name not in ("", ".") else "skypilot"
         if as_of is None:
             as_of = date.fromtimestamp(path.stat().st_mtime).isoformat()
     else:
@@ -422,7 +420,7 @@ def load_skypilot_vms(source: str | Path | io.StringIO, *, provider: str | None 
                      SpotPrice=("SpotPrice", "min"), gpu_id=("gpu_id", "first"),
                      gpu_only=("gpu_only", "first")))
     folded = folded[folded["Price"].notna() | folded["SpotPrice"].notna()]
-    folded.insert(0, "provider", provider or "skypilot")
+    folded.insert(0, "provider", provider or skypilot_cloud(df))
     folded["ReservedPrice1y"] = np.nan
     folded["ReservedPrice3y"] = np.nan
     folded["currency"] = "USD"
@@ -433,6 +431,38 @@ def load_skypilot_vms(source: str | Path | io.StringIO, *, provider: str | None 
         "lowest price over the region's zones",
         "imported from a SkyPilot vms.csv; lowest price over the region's zones")
     return folded[list(SCHEMAS["cloud_offers"])].reset_index(drop=True)
+
+
+#: SkyPilot's clouds by how their catalogs name instance types (the catalog has no provider column)
+SKYPILOT_INSTANCE_NAMES = {
+    "aws": r"[a-z][a-z0-9-]*\.(?:\d*x?large|metal[\w-]*)",   # p4d.24xlarge, g5.xlarge
+    "azure": r"Standard_\w+",                                # Standard_NC24ads_A100_v4
+    "gcp": r"[a-z]\d[a-z]?-[a-z]+-\d+g?|.+ \(GPU only\)",     # a2-highgpu-1g; attachable GPUs
+    "oci": r"(?:VM|BM)\.[\w.]+",                             # BM.GPU.H100.8
+    "lambda": r"gpu_\d+x_\w+",                               # gpu_1x_h100_pcie
+    "runpod": r"\d+x_[\w-]+_(?:SECURE|COMMUNITY)",            # 1x_A100-80GB_SECURE
+    "vast": r"\d+x-[\w-]+-\d+-\d+",                          # 2x-RTX_4090-32-65536
+    "primeintellect": r"[a-z0-9]+__\d+x\w+__\d+__\d+",        # lambdalabs__8xH100_80GB__208__1800
+    "ibm": r"gx\d[\w-]*",                                     # gx2-8x64x1v100
+    "do": r"gpu-[a-z0-9]+x\d+-[\w-]+",                        # gpu-h100x1-80gb
+    "nebius": r"gpu-[\w-]+_\d+gpu-[\w-]+",                    # gpu-h100-sxm_8gpu-128vcpu-1600gb
+}
+
+
+def skypilot_cloud(df: pd.DataFrame) -> str:
+    """The cloud a SkyPilot ``vms.csv`` lists, from its content: the one whose instance-type naming
+    (:data:`SKYPILOT_INSTANCE_NAMES`) at least 80 % of its rows follow; ``skypilot`` when none does. Never
+    the name of the folder the file was found in (a data folder is not a cloud)."""
+    names = [n for n in df["InstanceType"].astype(str) if n]
+    if not names:
+        return "skypilot"
+    best, share = "skypilot", 0.0
+    for cloud, pattern in SKYPILOT_INSTANCE_NAMES.items():
+        rx = re.compile(pattern)
+        s = sum(1 for n in names if rx.fullmatch(n)) / len(names)
+        if s > share:
+            best, share = cloud, s
+    return best if share >= 0.8 else "skypilot"
 
 
 def _as_text(df: pd.DataFrame) -> pd.DataFrame:
@@ -525,9 +555,8 @@ def load_table(name: str, path: str | Path | None = None, *, data_dir: str | Pat
     except OSError as exc:
         raise DataError(f"cannot read the file ({exc.strerror or type(exc).__name__})", file=label) from None
     df = _read_csv_text(text, label)
-    if name == "cloud_offers" and _is_skypilot(df):
-        provider = p.parent.name if p.name == "vms.csv" else None
-        df = load_skypilot_vms(p, provider=provider, gpus=dep_frames["gpus"], label=label)
+    if name == "cloud_offers" and _is_skypilot(df):  # the cloud from the file's content
+        df = load_skypilot_vms(p, gpus=dep_frames["gpus"], label=label)
         df = _as_text(df)
     refs = {d: dep_frames[d]["id"] for d in deps if d != "fx"}
     currencies = dep_frames["fx"]["currency"] if "fx" in dep_frames else None

@@ -105,3 +105,44 @@ def test_an_override_that_cannot_be_read_is_an_error_not_a_silent_fallback(tmp_p
     by the bundled table without a word."""
     data_dir, fragment = _data_dir_case(tmp_path, kind)
     _one_line_error(run_cli("gpus", "--json", env={"GPUCOST_DATA_DIR": str(data_dir)}), fragment)
+
+
+@pytest.mark.parametrize(("fixture", "cloud"), [("skypilot_aws_vms_sample.csv", "aws"),
+                                                ("skypilot/lambda/vms.csv", "lambda"),
+                                                ("skypilot/runpod/vms.csv", "runpod")])
+def test_a_skypilot_catalog_standing_in_for_cloud_offers_is_named_by_its_content(tmp_path, fixture, cloud):
+    # a vms.csv copied to my-data/cloud_offers.csv: its offers are the cloud its instance types name, not
+    # "my-data"; and the commands that read every offer answer or say in one line why they cannot
+    import shutil
+    from pathlib import Path
+
+    d = tmp_path / "my-data"
+    d.mkdir()
+    shutil.copy(Path(__file__).parent / "fixtures" / fixture, d / "cloud_offers.csv")
+    env = {"GPUCOST_DATA_DIR": str(d)}
+    from gpucost.catalog import Catalog
+
+    assert set(Catalog(data_dir=d).table("cloud_offers")["provider"]) == {cloud}
+    tco = run_cli("tco", "--scenario", "midsize", "--json", env=env)
+    # an answer, or (these samples hold no A100 80GB offer in the US market) one line saying why not
+    assert tco.returncode == 0 or (tco.returncode == 2 and tco.stderr.count("\n") == 1 and "prices" in tco.stderr), \
+        tco.stderr[-500:]
+    # every claim is answered: one the data cannot judge says so ("unsupported", with why) — the others stand
+    import json
+
+    claims = run_cli("claims", "--json", env=env)
+    assert claims.returncode == 0, claims.stderr[-500:]
+    verdicts = {c["id"]: (c["verdict"], c["condition"]) for c in json.loads(claims.stdout)}
+    assert len(verdicts) >= 15 and any(v == "holds" or v == "overstated" for v, _ in verdicts.values())
+    if tco.returncode == 2:
+        assert verdicts["midsize_spot_reserved"][0] == "unsupported"
+
+
+def test_a_skypilot_catalog_of_unknown_naming_is_skypilot():
+    import pandas as pd
+
+    from gpucost.catalog import skypilot_cloud
+
+    assert skypilot_cloud(pd.DataFrame({"InstanceType": ["box-one", "box-two", "p4d.24xlarge"]})) == "skypilot"
+    assert skypilot_cloud(pd.DataFrame({"InstanceType": ["Standard_NC24ads_A100_v4", "Standard_ND96asr_v4"]})) == "azure"
+    assert skypilot_cloud(pd.DataFrame({"InstanceType": ["", "a2-highgpu-1g", "g2-standard-4"]})) == "gcp"

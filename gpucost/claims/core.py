@@ -101,7 +101,10 @@ class InputSpec:
         return self.spec.step
 
     def default_value(self, catalog: Catalog):
-        return self.default(catalog) if callable(self.default) else self.default
+        value = self.default(catalog) if callable(self.default) else self.default
+        if self.kind == "provider" and value and value not in _providers(catalog):
+            return ""  # the user's cloud offers have no such provider: the claim is judged on all of them
+        return value
 
     def to_dict(self) -> dict:
         return {"name": self.name, "kind": self.kind, "lo": self.lo, "hi": self.hi, "choices": list(self.choices),
@@ -408,8 +411,14 @@ def evaluate(claim_id: str, catalog: Catalog | None = None, **inputs) -> ClaimRe
     """Compute one claim with its engine for ``inputs`` (the others at their defaults)."""
     cat = catalog or Catalog()
     d = get_claim(claim_id)
-    vals = resolve_inputs(claim_id, cat, **inputs)
-    out = d.fn(cat, **vals)
+    vals = resolve_inputs(claim_id, cat, **inputs)  # a bad input is the caller's error: raised
+    try:
+        out = d.fn(cat, **vals)
+    except GpucostError as exc:  # the data cannot judge it (a user's catalog without these cards' prices)
+        return ClaimResult(id=d.id, claim=d.claim, claim_zh=d.claim_zh, quote_zh=d.quote_zh,
+                           inputs=MappingProxyType(vals), computed=MappingProxyType({}), numbers=(),
+                           verdict="unsupported", condition=t("claim_cannot_judge", "en", error=str(exc)),
+                           condition_zh=t("claim_cannot_judge", "zh", error=str(exc)), engines=d.engines)
     verdict = out["verdict"]
     if verdict not in VERDICTS:  # pragma: no cover - a programming error
         raise ValueError(f"claim {claim_id}: verdict {verdict!r}")
