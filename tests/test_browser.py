@@ -321,3 +321,23 @@ def test_a_kernel_is_shut_down_only_by_its_own_page(server, chromium_browser):
         assert kernel_rss_mib(kernel) == 0
     finally:
         ctx.close()
+
+
+def test_a_visitor_who_finds_no_preheated_kernel_is_told_how_many_are_ahead(server):
+    # three visits of one page at once: its pool holds one preheated kernel, so two pages are prepared on
+    # demand, and their loading text says how many pages are being prepared ahead of them
+    import json
+    import re
+    import urllib.request
+    from concurrent.futures import ThreadPoolExecutor
+
+    from gpucost.i18n import t
+
+    url = server.page("06_rules_of_thumb.ipynb")
+    with ThreadPoolExecutor(3) as ex:
+        pages = list(ex.map(lambda _: urllib.request.urlopen(url, timeout=300).read().decode(), range(3)))  # noqa: S310
+    line = re.compile(r"el\.textContent = (\"[^<]*?\")\)\)\(document\.getElementById\('loading_text'\)\)")
+    said = {json.loads(m) for p in pages for m in line.findall(p)}
+    assert said, "no visitor was told that their page is being prepared"
+    assert said <= {t("starting_page", "en"), t("starting_ahead", "en", n=1), t("starting_ahead", "en", n=2)}, said
+    assert all("RulesOfThumbPage(" not in p and "Traceback" not in p for p in pages)

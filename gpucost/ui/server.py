@@ -12,15 +12,23 @@ and the same value in the form): whoever learns a kernel id could shut another v
   api/kernels/<id>``, which no page uses, is refused.
 
 The secret never leaves the server and its kernels (visitors cannot run code in a kernel: Voilà refuses
-``execute_request``), so a token cannot be made for a kernel id one has not been served."""
+``execute_request``), so a token cannot be made for a kernel id one has not been served.
+
+And a visitor who arrives when every preheated kernel is taken waits while a kernel starts and runs the
+page, sharing the CPU with the other pages being prepared: instead of a bare spinner the page says so and
+how many visitors' pages are being prepared ahead of theirs, updated every second (:func:`queued`)."""
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import hmac
+import html
+import json
 import os
 import re
 import secrets
+from collections.abc import AsyncIterator, Callable
 
 #: the environment variable holding the server's secret (set by :func:`install`, inherited by its kernels)
 SECRET_ENV = "GPUCOST_KERNEL_SECRET"
@@ -64,10 +72,70 @@ def token_widget():
     return box
 
 
+#: the pages being prepared now, in the order their visitors arrived
+_PREPARING: list[object] = []
+#: how often a waiting page hears how many are ahead of it [s]
+QUEUE_TICK_S = 1.0
+
+
+def _queue_script(ahead: int, lang: str) -> str:
+    from gpucost.i18n import t
+
+    text = t("starting_ahead", lang, n=ahead) if ahead else t("starting_page", lang)
+    return ("<script>(el => el && (el.textContent = " + json.dumps(html.unescape(text))
+            + "))(document.getElementById('loading_text'))</script>\n")
+
+
+async def queued(chunks: AsyncIterator[str], lang: str = "en", tick_s: float | None = None) -> AsyncIterator[str]:
+    """The page's HTML ``chunks`` as Voilà renders them, with — while the visitor waits for the next one
+    after the page's head — a line in the loading text saying how many pages that arrived earlier are
+    still being prepared ("Starting your page — 2 ahead of you"). A page served from a preheated kernel
+    comes at once and never waits a tick."""
+    me = object()
+    _PREPARING.append(me)
+    tick = QUEUE_TICK_S if tick_s is None else tick_s
+    nxt: asyncio.Future | None = None
+    try:
+        head_sent = False
+        while True:
+            nxt = asyncio.ensure_future(chunks.__anext__())
+            while head_sent:
+                done, _ = await asyncio.wait({nxt}, timeout=tick)
+                if done:
+                    break
+                yield _queue_script(_PREPARING.index(me), lang)
+            try:
+                chunk = await nxt
+            except StopAsyncIteration:
+                return
+            yield chunk
+            head_sent = True
+    finally:
+        _PREPARING.remove(me)
+        if nxt is not None and not nxt.done():  # the visitor left: stop preparing their page
+            nxt.cancel()
+
+
+def _visitor_lang(handler) -> str:
+    lang = handler.get_argument("lang", "")
+    if lang in ("en", "zh"):
+        return lang
+    return "zh" if handler.request.headers.get("Accept-Language", "").lower().startswith("zh") else "en"
+
+
+def _with_queue(get_generator: Callable) -> Callable:
+    def wrapped(self, path=None):
+        return queued(get_generator(self, path=path), _visitor_lang(self))
+
+    return wrapped
+
+
 def install() -> None:
-    """Draw the server's secret and make the kernel shutdown handlers demand a page's token."""
+    """Draw the server's secret, make the kernel shutdown handlers demand a page's token, and tell a waiting
+    visitor how many pages are being prepared ahead of theirs."""
     from jupyter_server.services.kernels.handlers import KernelHandler
     from tornado import web
+    from voila.handler import VoilaHandler
     from voila.shutdown_kernel_handler import VoilaShutdownKernelHandler
 
     secret = os.environ.setdefault(SECRET_ENV, secrets.token_hex(32))
@@ -87,3 +155,4 @@ def install() -> None:
     VoilaShutdownKernelHandler.post = post  # type: ignore[method-assign]
     KernelHandler.delete = delete  # type: ignore[method-assign]
     VoilaShutdownKernelHandler._gpucost_guarded = True  # type: ignore[attr-defined]
+    VoilaHandler.get_generator = _with_queue(VoilaHandler.get_generator)  # type: ignore[method-assign]

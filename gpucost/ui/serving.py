@@ -83,6 +83,11 @@ class ServingPage(Page):
         for wid in (self.model, self.quant, self.engine, self.card, self.ttft_stat):
             wid.observe(lambda _: self.safe_refresh(), names="value")
 
+    def relabel(self) -> None:
+        keep = self.ttft_stat.value  # the choice's labels in the page's language, the choice kept
+        self.ttft_stat.options = [(self.t(f"sv_stat_{x}"), x) for x in SPECS["ttft_stat"].choices]
+        self.ttft_stat.value = keep
+
     def url_widgets(self) -> dict:
         return {"model": self.model, "quant": self.quant, "engine": self.engine, "gpu": self.card,
                 "ttft_stat": self.ttft_stat}

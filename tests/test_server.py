@@ -1,0 +1,72 @@
+"""The public server's waiting page (issue 19): a visitor whose page is being prepared (no preheated kernel
+left) is told how many pages that arrived before theirs are still being prepared, every tick, in their
+language; a page from a preheated kernel comes at once with nothing added (gpucost/ui/server.py)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+
+from gpucost.i18n import t
+from gpucost.ui import server
+
+TICK = 0.05
+
+
+async def _page(name: str, prepare_s: float):
+    """What Voilà's renderer yields: the page's head (with its spinner) at once, the cells once the
+    kernel has run them."""
+    yield f"<head {name}>"
+    await asyncio.sleep(prepare_s)
+    yield f"<cells {name}>"
+
+
+def _said(chunks: list[str]) -> list[str]:
+    """The loading text each waiting line sets (a JavaScript string literal)."""
+    return [json.loads(re.search(r'textContent = ("(?:[^"\\]|\\.)*")', c).group(1)) for c in chunks
+            if c.startswith("<script>")]
+
+
+def test_a_waiting_visitor_hears_how_many_pages_are_prepared_ahead_of_theirs():
+    async def visit(name: str, prepare_s: float, delay_s: float, lang: str = "en") -> list[str]:
+        await asyncio.sleep(delay_s)
+        return [c async for c in server.queued(_page(name, prepare_s), lang, tick_s=TICK)]
+
+    async def three():
+        return await asyncio.gather(visit("a", 0.6, 0), visit("b", 1.0, 0.1, "zh"), visit("c", 0.0, 0.2))
+
+    a, b, c = asyncio.run(three())
+    # the first visitor: nobody ahead; its page is complete, in order, around the waiting lines
+    assert a[0] == "<head a>" and a[-1] == "<cells a>"
+    assert set(_said(a)) == {t("starting_page", "en")}
+    # the second (中文): one ahead while the first is prepared, then none
+    said_b = _said(b)
+    assert said_b[0] == t("starting_ahead", "zh", n=1) and said_b[-1] == t("starting_page", "zh")
+    assert b[0] == "<head b>" and b[-1] == "<cells b>"
+    # a page served at once (a preheated kernel) gets no waiting line
+    assert c == ["<head c>", "<cells c>"]
+    assert server._PREPARING == []   # every page left the line when done
+
+
+def test_a_visitor_who_leaves_is_out_of_the_line_and_their_page_stops():
+    stopped = []
+
+    async def slow():
+        try:
+            yield "<head>"
+            await asyncio.sleep(10)
+            yield "<cells>"
+        finally:
+            stopped.append(True)
+
+    async def leave():
+        gen = server.queued(slow(), "en", tick_s=TICK)
+        assert await gen.__anext__() == "<head>"
+        assert "Starting your page" in await gen.__anext__()
+        assert len(server._PREPARING) == 1
+        await gen.aclose()          # the tab closed: tornado stops reading the page
+        await asyncio.sleep(0.05)
+
+    asyncio.run(leave())
+    assert server._PREPARING == [] and stopped == [True]
