@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -422,7 +423,7 @@ def load_config_file(path: str | Path) -> ModelSpec:
 HUB_CONNECT_TIMEOUT_S = 2.0
 
 
-def _check_reachable(repo_id: str) -> None:
+def _check_reachable(repo_id: str, instead: str = "Use --config FILE with a local copy of its config.json") -> None:
     """One quick TCP connection to the Hub (or the HF_ENDPOINT mirror): offline answers in about a second
     with one line instead of huggingface_hub's five retries with back-off (about 24 s and a dozen lines)."""
     import socket
@@ -434,8 +435,7 @@ def _check_reachable(repo_id: str) -> None:
         socket.create_connection((url.hostname or "huggingface.co", port), timeout=HUB_CONNECT_TIMEOUT_S).close()
     except OSError as exc:
         raise GpucostError(f"'{repo_id}' is not in the catalog and {url.hostname} cannot be reached "
-                           f"({exc.strerror or type(exc).__name__}): offline? Use --config FILE with a local "
-                           "copy of its config.json") from None
+                           f"({exc.strerror or type(exc).__name__}): offline? {instead}") from None
 
 
 def fetch_hf_config(repo_id: str) -> dict:
@@ -468,6 +468,47 @@ def fetch_hf_config(repo_id: str) -> dict:
                                f"({type(exc).__name__}); use --config FILE with a local copy") from None
     with open(path, encoding="utf-8") as fh:
         return json.load(fh)
+
+
+#: the largest config.json read into memory from the Hub (a real one is a few KB)
+HUB_CONFIG_MAX_BYTES = 1 << 20
+HUB_READ_TIMEOUT_S = 10.0
+_REPO_ID = re.compile(r"[A-Za-z0-9][\w.-]{0,95}/[A-Za-z0-9][\w.-]{0,95}")
+
+
+def read_hf_config(repo_id: str) -> dict:
+    """``config.json`` of a Hugging Face repo read into memory, nothing written (the public app's pages:
+    a visitor's request must not write on the server's disk); one line on any failure. The CLI uses
+    :func:`fetch_hf_config`, which keeps the hub library's cache."""
+    import urllib.error
+    import urllib.request
+
+    repo_id = str(repo_id).strip()
+    if not _REPO_ID.fullmatch(repo_id) or ".." in repo_id:
+        raise GpucostError(f"'{repo_id[:100]}' is not a Hugging Face repo id (owner/name)")
+    if os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on"):
+        raise GpucostError(f"'{repo_id}': HF_HUB_OFFLINE is set, its config.json cannot be fetched")
+    _check_reachable(repo_id, "Upload its config.json instead")
+    base = (os.environ.get("HF_ENDPOINT") or "https://huggingface.co").rstrip("/")
+    url = f"{base}/{repo_id}/resolve/main/config.json"
+    try:
+        with urllib.request.urlopen(url, timeout=HUB_READ_TIMEOUT_S) as resp:  # noqa: S310 - the Hub's URL
+            body = resp.read(HUB_CONFIG_MAX_BYTES + 1)
+    except urllib.error.HTTPError as exc:
+        raise GpucostError(f"cannot fetch config.json of '{repo_id}' from Hugging Face (HTTP {exc.code}: "
+                           "gated, private or not found)") from None
+    except (OSError, ValueError) as exc:
+        raise GpucostError(f"cannot fetch config.json of '{repo_id}': offline or Hugging Face unreachable "
+                           f"({type(exc).__name__})") from None
+    if len(body) > HUB_CONFIG_MAX_BYTES:
+        raise GpucostError(f"config.json of '{repo_id}' is larger than {HUB_CONFIG_MAX_BYTES // 1024} KB")
+    try:
+        cfg = json.loads(body.decode("utf-8-sig"))
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        raise GpucostError(f"config.json of '{repo_id}' is not readable JSON ({type(exc).__name__})") from None
+    if not isinstance(cfg, dict):
+        raise GpucostError(f"config.json of '{repo_id}' is not a JSON object")
+    return cfg
 
 
 # --------------------------------------------------------------------------------------------------

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
@@ -226,3 +227,52 @@ def test_page_02_takes_an_uploaded_config_json_like_the_cli(tmp_path):
     page._on_config({"new": [{"name": "broken.json", "content": b"{not json"}]})
     assert "broken.json: not a readable JSON config" in page.config_msg.value
     assert page.results_record()["model"] == "acme/llama-like-7b"
+
+
+def test_page_02_takes_a_hugging_face_repo_id_read_in_memory(tmp_path, monkeypatch):
+    """A repo id typed on page 02: its config.json is fetched from the Hub (here a local stand-in named by
+    HF_ENDPOINT) into memory — nothing written on the server's disk — and gives the CLI's memory; an
+    unknown repo, a malformed id or an unreachable Hub is one line next to the input."""
+    import http.server
+    import os
+    import threading
+
+    from gpucost.ui.quant_fit import QuantFitPage
+
+    cfg = json.dumps({**LLAMA2_7B_CONFIG, "_name_or_path": "acme/llama-like-7b"}).encode()
+
+    class Hub(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802 - the http.server API
+            ok = self.path == "/acme/llama-like-7b/resolve/main/config.json"
+            self.send_response(200 if ok else 404)
+            self.end_headers()
+            self.wfile.write(cfg if ok else b"not found")
+
+        def log_message(self, *args):
+            pass
+
+    hub = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Hub)
+    threading.Thread(target=hub.serve_forever, daemon=True).start()
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{hub.server_address[1]}")
+    home = os.environ["HOME"]
+    before = sorted(str(p) for p in Path(home).rglob("*"))
+    try:
+        page = QuantFitPage(quant="bf16", engine="transformers", gpu="a100-80gb-sxm")
+        page.hub.value = "acme/llama-like-7b"
+        rec = page.results_record()
+        assert rec["model"] == "acme/llama-like-7b", page.config_msg.value
+        path = tmp_path / "config.json"
+        path.write_bytes(cfg)
+        p = run_cli("fit", "--config", str(path), "--quant", "bf16", "--engine", "transformers", "--gpu",
+                    "a100-80gb-sxm", "--json")
+        assert rec["per_gpu_gib"]["total"] == pytest.approx(json.loads(p.stdout)["per_gpu_gib"]["total"])
+        page.hub.value = "acme/no-such-model"
+        assert "HTTP 404" in page.config_msg.value and page.results_record()["model"] == "acme/llama-like-7b"
+        page.hub.value = "../../etc/passwd"
+        assert "is not a Hugging Face repo id" in page.config_msg.value
+    finally:
+        hub.shutdown()
+    page.hub.value = "acme/other-model"   # the Hub gone: one line, quickly
+    assert "cannot be reached" in page.config_msg.value or "unreachable" in page.config_msg.value
+    assert sorted(str(p) for p in Path(home).rglob("*")) == before   # no cache, no file

@@ -120,9 +120,14 @@ class QuantFitPage(Page):
         self.config_msg = w.HTML()
         self.config_msg.add_class("gc-fit-config-msg")
         self.config_upload.observe(self._on_config, names="value")
+        # … or its Hugging Face repo id, fetched into memory in this session
+        self.hub = w.Text(placeholder="Qwen/Qwen3-8B", continuous_update=False, layout=w.Layout(width="95%"))
+        self.hub.add_class("gc-fit-hub")
+        self.hub.observe(self._on_hub, names="value")
         self.inputs.children = [
             self.field("fit_model", self.model),
             w.VBox([self.config_upload, self.help_line("fit_config_help"), self.config_msg]),
+            self.field("fit_hub", self.hub, "fit_hub_help"),
             self.field("fit_quant", self.quant),
             self.field("fit_mode", self.mode), self.field("fit_engine", self.engine), context, batch, gpus_field,
             self.field("fit_card", self.card), self.field("fit_zero", self.zero),
@@ -224,6 +229,26 @@ class QuantFitPage(Page):
         except GpucostError as exc:
             self.config_msg.value = f'<span class="gc-msg-error">{html.escape(str(exc))}</span>'
             return
+        self._use_custom(spec, name)
+
+    def _on_hub(self, change) -> None:
+        """A Hugging Face repo id typed in: its config.json read into memory (never saved on the server), or
+        the reason it cannot be, next to the input."""
+        from gpucost.models import read_hf_config, spec_from_hf_config
+
+        repo = str(change["new"] or "").strip()
+        if not repo:
+            return
+        try:
+            with self.compute_budget():
+                spec = spec_from_hf_config(read_hf_config(repo), name=repo)
+        except GpucostError as exc:
+            self.config_msg.value = f'<span class="gc-msg-error">{html.escape(str(exc))}</span>'
+            return
+        self._use_custom(spec, repo)
+
+    def _use_custom(self, spec, name: str) -> None:
+        """Make a model read from a config.json (uploaded or fetched) the page's model."""
         self._custom_spec = spec
         label = self.t("fit_config_option", name=spec.hf_repo or name)
         models = [o for o in self.model.options if (o[1] if isinstance(o, tuple) else o) != self.CUSTOM]
