@@ -15,7 +15,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from timing import measure  # noqa: E402
 
 from gpucost.catalog import Catalog  # noqa: E402
-from gpucost.memory import Setup, _catalog_arrays, catalog_key, estimate, fit_matrix  # noqa: E402
+from gpucost.fit_matrix import _catalog_arrays, catalog_key, fit_matrix  # noqa: E402
+from gpucost.memory import Setup, estimate  # noqa: E402
 from gpucost.models import catalog_spec  # noqa: E402
 from gpucost.quant import get_format  # noqa: E402
 from gpucost.records import gpu_records  # noqa: E402

@@ -29,7 +29,7 @@ _LAZY = {
     "Setup": "gpucost.memory",
     "estimate": "gpucost.memory",
     "card_fits": "gpucost.memory",
-    "fit_matrix": "gpucost.memory",
+    "fit_matrix": "gpucost.fit_matrix",
     "speed": "gpucost.speed",
     "training_time": "gpucost.speed",
     "validate": "gpucost.validation",

@@ -26,13 +26,12 @@ also the weights), activations per micro-batch (:func:`training_activation_bytes
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
 import numpy as np
 import pandas as pd
 
-from gpucost.catalog import Catalog
 from gpucost.errors import GpucostError, UnknownNameError
 from gpucost.i18n import Message
 from gpucost.memory_profiles import (  # noqa: F401 (part of this module's API)
@@ -63,13 +62,12 @@ from gpucost.memory_profiles import (  # noqa: F401 (part of this module's API)
     Optimizer,
     TrainingProfile,
 )
-from gpucost.models import ModelSpec, catalog_specs, layer_params, lora_trainable_params, weight_tensors
+from gpucost.models import ModelSpec, layer_params, lora_trainable_params, weight_tensors
 from gpucost.quant import (
     GIB,
     KV_DTYPE_BYTES,
     QuantFormat,
     check_format_for_gpu,
-    formats,
     weight_bytes,
     weights_file_gib,
 )
@@ -118,6 +116,7 @@ class Setup:
     pp: int = 1                      # training: pipeline stages
     prompt: int | None = None        # [tokens] in the largest forward pass; None: the whole context
     gpu_layers: int | None = None    # llama.cpp -ngl: layers on the GPU (None: all)
+    cpu_moe: int = 0                 # llama.cpp --n-cpu-moe: the experts of the first N layers in CPU RAM
     flash_attention: bool = True
     grad_checkpointing: bool = True
     optimizer: str | None = None     # None: adamw (full, lora) / paged-adamw (qlora)
@@ -192,7 +191,7 @@ class CardFit(Record):
 _ARRAY_FIELDS = ("embed_b", "output_b", "blocks_b", "vectors_b", "total_b", "L", "h", "heads", "kv_heads",
                  "kv_vals", "kv_vals_expanded", "n_full", "n_swa", "window", "vocab", "mlp_tok", "gated",
                  "is_mla", "is_llm", "tied", "params", "params_active", "layer_params", "largest_tensor",
-                 "largest_block", "state_vals")
+                 "largest_block", "state_vals", "expert_b", "moe_L", "first_dense", "moe_step")
 
 
 def _pair_arrays(spec: ModelSpec, fmt: QuantFormat) -> dict[str, float]:
@@ -225,6 +224,9 @@ def _pair_arrays(spec: ModelSpec, fmt: QuantFormat) -> dict[str, float]:
         "params_active": spec.params_active, "layer_params": layer_params(spec), "largest_tensor": largest,
         "largest_block": block,
         "state_vals": len(spec.linear_layers) * spec.linear_state_values if spec.is_llm else 0,
+        "expert_b": wb.expert_blocks, "moe_L": spec.moe_layers if spec.is_llm else 0,
+        "first_dense": spec.first_dense_layers if spec.is_llm else 0,
+        "moe_step": max(spec.moe_layer_step, 1) if spec.is_llm else 1,
     }
 
 
@@ -261,6 +263,17 @@ def kv_cache_bytes(a: dict, context, batch, kv_bytes: float, profile: EngineProf
     return (vals * tokens_layers * kv_bytes + state) * np.asarray(batch, dtype=float)
 
 
+def cpu_moe_share(a: dict, n: int) -> np.ndarray:
+    """The share of a model's MoE layers among its first ``n`` layers (llama.cpp ``--n-cpu-moe n`` keeps
+    their expert tensors in CPU RAM): MoE layers are i in [first_dense, L) with (i + 1) % step == 0, so
+    those below n number ⌊min(n, L) / step⌋ − ⌊first_dense / step⌋. Vectorized over models."""
+    if not n:
+        return np.zeros_like(a["moe_L"])
+    step = np.maximum(a["moe_step"], 1)
+    count = np.maximum(np.floor(np.minimum(float(n), a["L"]) / step) - np.floor(a["first_dense"] / step), 0)
+    return np.where(a["moe_L"] > 0, count / np.maximum(a["moe_L"], 1), 0.0)
+
+
 def _inference_bytes(a: dict, N, s: Setup, profile: EngineProfile) -> dict[str, np.ndarray]:
     """Per-GPU bytes by component (the most loaded GPU) and CPU bytes, for GPU counts ``N`` (broadcast)."""
     N = np.asarray(N, dtype=float)
@@ -278,12 +291,14 @@ def _inference_bytes(a: dict, N, s: Setup, profile: EngineProfile) -> dict[str, 
     if s.gpu_layers is not None:
         gpu_frac = np.minimum(float(s.gpu_layers), L) / L
     head_out = np.where(gpu_frac >= 1.0, a["output_b"], 0.0)
+    moved = a["expert_b"] * cpu_moe_share(a, s.cpu_moe)   # --n-cpu-moe: these experts stay in CPU RAM
+    blocks_gpu = a["blocks_b"] * gpu_frac - moved
     if tensor:
-        weights = (a["blocks_b"] * gpu_frac + embed_gpu + head_out) / N + a["vectors_b"]
+        weights = (blocks_gpu + embed_gpu + head_out) / N + a["vectors_b"]
     else:
         ends = np.where(N > 1, np.maximum(embed_gpu, head_out), embed_gpu + head_out)
-        weights = a["blocks_b"] * gpu_frac / N + ends + a["vectors_b"]
-    cpu = cpu + a["blocks_b"] * (1 - gpu_frac) + np.where(gpu_frac >= 1.0, 0.0, a["output_b"])
+        weights = blocks_gpu / N + ends + a["vectors_b"]
+    cpu = cpu + a["blocks_b"] * (1 - gpu_frac) + moved + np.where(gpu_frac >= 1.0, 0.0, a["output_b"])
     kv_all = kv_cache_bytes(a, ctx, batch, kv_bytes, profile)
     kv_gpu_all = kv_all * gpu_frac
     cpu = cpu + kv_all * (1 - gpu_frac)
@@ -517,6 +532,12 @@ def _check_inference(spec: ModelSpec, s: Setup) -> None:
         raise GpucostError("partial offload (GPU layers) is a llama.cpp option")
     if s.gpu_layers is not None and s.gpu_layers < 0:
         raise GpucostError(f"GPU layers must be >= 0, not {s.gpu_layers}")
+    if s.cpu_moe:
+        if s.engine != "llama.cpp" or s.gpu_layers is not None or s.cpu_moe < 0:
+            raise GpucostError("keeping experts in CPU RAM (--cpu-moe) is a llama.cpp option, with every layer "
+                               "on the GPU (not with --gpu-layers)")
+        if not spec.is_moe:
+            raise GpucostError(f"{spec.id} has no experts to keep in CPU RAM (--cpu-moe is for MoE models)")
     if (s.parallel or prof.parallel) == "tensor" and s.gpus > 1 and spec.is_llm \
             and spec.num_attention_heads % s.gpus:
         raise GpucostError(f"tensor parallel over {s.gpus} GPUs needs the {spec.num_attention_heads} "
@@ -791,110 +812,3 @@ def cheapest_cards(fits: list[CardFit], table: pd.DataFrame, currency: str = "US
         else:
             out.append(CheapestCard(basis, best[1].gpu, best[1].name, best[1].min_gpus, best[0], currency, unit))
     return out
-
-
-# --------------------------------------------------------------------------------------------------
-# The whole matrix at once
-# --------------------------------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class FitMatrix:
-    """min_gpus[model, format, card] (0 = no count fits, -1 = format/mode not applicable) and the per-GPU
-    total on one card [GiB] (nan where not applicable)."""
-
-    models: tuple[str, ...]
-    formats: tuple[str, ...]
-    cards: tuple[str, ...]
-    counts: tuple[int, ...]
-    min_gpus: np.ndarray
-    one_gpu_gib: np.ndarray
-    setup: Setup = field(compare=False, default_factory=Setup)
-
-    def for_model(self, model: str) -> pd.DataFrame:
-        """cards × formats table of minimum counts for one model (NaN: none fits / not applicable)."""
-        i = self.models.index(model)
-        m = self.min_gpus[i].T.astype(float)
-        m[m <= 0] = np.nan
-        return pd.DataFrame(m, index=list(self.cards), columns=list(self.formats))
-
-
-@lru_cache(maxsize=16)
-def _catalog_arrays(key: tuple) -> tuple[tuple[str, ...], tuple[str, ...], dict, np.ndarray, np.ndarray]:
-    specs, fmts = key
-    pairs = [(s, f) for s in specs for f in fmts]
-    a = _arrays(tuple(pairs))
-    M, F = len(specs), len(fmts)
-    valid_mode = {}
-    for mode in MODES:
-        ok = np.ones((M, F), dtype=bool)
-        for j, f in enumerate(fmts):
-            if mode in ("full", "lora"):
-                ok[:, j] = f.is_float
-            elif mode == "qlora":
-                ok[:, j] = not (f.is_float or f.is_gguf or f.id.startswith("fp8"))
-        if mode != "inference":
-            ok &= np.array([s.is_llm for s in specs])[:, None]
-        valid_mode[mode] = ok
-    heads = np.array([s.num_attention_heads if s.is_llm else 1 for s in specs], dtype=float)
-    trainable_full = np.array([s.params_total for s in specs], dtype=float)
-    return tuple(s.id for s in specs), tuple(f.id for f in fmts), {"a": a, "valid": valid_mode}, heads, trainable_full
-
-
-@lru_cache(maxsize=32)
-def _lora_counts(specs: tuple[ModelSpec, ...], rank: int, targets: str) -> np.ndarray:
-    return np.array([lora_trainable_params(sp, rank, targets) if sp.is_llm else 0.0 for sp in specs])
-
-
-def catalog_key(catalog: Catalog) -> tuple:
-    """A hashable key of the catalog's models and formats (for the cached arrays)."""
-    return (tuple(catalog_specs(catalog)), tuple(formats(catalog).values()))
-
-
-def fit_matrix(catalog: Catalog, setup: Setup, cards: pd.DataFrame | None = None, key: tuple | None = None) -> FitMatrix:
-    """Minimum GPU count for every catalog model × format × card under one setup (vectorized)."""
-    key = key or catalog_key(catalog)
-    specs, fmts = key
-    model_ids, fmt_ids, data, heads, trainable_full = _catalog_arrays(key)
-    cards = cards if cards is not None else catalog.gpus
-    s = setup
-    M, F = len(model_ids), len(fmt_ids)
-    a = data["a"]
-    if s.is_training:
-        eng = s.engine if s.engine in TRAINING_FRAMEWORKS else "transformers"
-        s = replace(s, engine=eng, tp=1, pp=1)
-        a2 = {k: v[:, None] for k, v in a.items()}
-        if s.mode == "full":
-            trainable = np.repeat(trainable_full, F)[:, None]
-        else:
-            trainable = np.repeat(_lora_counts(specs, s.lora_rank, s.lora_targets), F)[:, None]
-        quantized = np.tile(np.array([f.is_quantized for f in fmts]), M)[:, None]
-        total = _training_total(a2, s, trainable, quantized)
-        # cards share a handful of memory sizes: bisect once per distinct size, then map back to the cards
-        sizes, card_size = np.unique(np.asarray(cards["vram_gib"], dtype=float), return_inverse=True)
-        top = _training_top(s, DEFAULTS.max_gpus)
-        min_g = _bisect_min(total, sizes[None, :] * GIB, top)[:, card_size].reshape(M, F, len(cards))
-        one = np.asarray(total(1.0), dtype=float).reshape(M, F) / GIB
-        counts: tuple[int, ...] = (1, top)
-    else:
-        counts = INFERENCE_GPU_COUNTS
-        N = np.asarray(counts, dtype=float)[None, :]
-        a2 = {k: v[:, None] for k, v in a.items()}
-        prof = ENGINE_PROFILES[s.engine]
-        b0 = _inference_bytes(a2, N, s, prof)
-        tot = sum(b0[k] for k in ("weights", "kv_cache", "activations", "gradients", "optimizer", "overhead"))
-        if (s.parallel or prof.parallel) == "tensor":
-            h = np.repeat(heads, F)[:, None]
-            tot = np.where(np.mod(h, N) == 0, tot, np.inf)
-        usable = np.asarray(usable_gib(cards["vram_gib"], s.engine, s.mode), dtype=float)
-        sizes, card_size = np.unique(usable, return_inverse=True)  # cards share a handful of sizes
-        tot = np.asarray(tot, dtype=float).reshape(M, F, len(counts))
-        # the first count that fits = the number of counts whose running minimum is still above the card
-        above = (np.minimum.accumulate(tot, axis=2)[:, :, None, :] > sizes[None, None, :, None] * GIB).sum(axis=3)
-        with_zero = np.append(np.asarray(counts), 0)                      # index len(counts): none fits
-        min_g = with_zero[above][:, :, card_size]
-        one = tot[:, :, 0] / GIB
-    valid = data["valid"][s.mode]
-    min_g = np.where(valid[:, :, None], min_g, -1)
-    one = np.where(valid, one, np.nan)
-    return FitMatrix(models=model_ids, formats=fmt_ids, cards=tuple(cards["id"]), counts=tuple(counts),
-                     min_gpus=min_g, one_gpu_gib=one, setup=s)

@@ -232,6 +232,10 @@ SPECS: Mapping[str, Spec] = {
     "offload": Spec("choice", "none", choices=("none", "cpu", "nvme"), help="ZeRO offload target"),
     "lora_rank": Spec("int", 16, ge=1, le=4096, help="LoRA rank"),
     "gpu_layers": Spec("int", None, ge=0, le=10_000, optional=True, help="llama.cpp -ngl"),
+    "cpu_moe": Spec("int", 0, ge=0, le=10_000, help="llama.cpp --n-cpu-moe: the expert weights of the first N "
+                    "layers stay in CPU RAM (MoE models)"),
+    "host_bw_gbps": Spec("float", None, gt=0, le=20_000, unit="GB/s", optional=True,
+                         help="host memory bandwidth for --cpu-moe (default: dual-channel DDR5-5600, 89.6 GB/s)"),
     "train_tokens": Spec("float", 1e9, gt=0, le=MAX_TRAIN_TOKENS, unit="tokens", suffixes=True,
                          help="tokens the training run processes"),
     "currency": Spec("currency", "USD", help="display currency (an ISO code in fx.csv)"),

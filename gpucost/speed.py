@@ -31,7 +31,7 @@ import numpy as np
 
 from gpucost.catalog import Catalog, derived
 from gpucost.errors import GpucostError, UnknownNameError
-from gpucost.memory import KV_DTYPE_BYTES, _arrays, kv_cache_bytes
+from gpucost.memory import KV_DTYPE_BYTES, _arrays, cpu_moe_share, kv_cache_bytes
 from gpucost.memory_profiles import ENGINE_PROFILES
 from gpucost.models import ModelSpec, lora_trainable_params
 from gpucost.quant import QuantFormat, active_weight_fraction, weight_bytes
@@ -236,6 +236,32 @@ def _decode_bytes(spec: ModelSpec, fmt: QuantFormat, batch: float, context: floa
     return weights, kv
 
 
+#: dual-channel DDR5-5600, a current desktop's host memory: 5600 MT/s × 8 bytes per 64-bit channel × 2
+#: channels (JEDEC JESD79-5 transfer rate and channel width) = 89.6 GB/s, the peak the CPU's expert
+#: matmuls are bounded by (a server with more channels: pass its own figure)
+DEFAULT_HOST_BW_GBPS = 89.6
+#: llama.cpp's default physical batch (-ub 512): a long prompt is processed this many tokens at a time
+LLAMACPP_UBATCH = 512
+
+
+def cpu_expert_times(spec: ModelSpec, fmt: QuantFormat, gpu: Gpu, batch: int, engine: str, cpu_moe: int,
+                     host_bw_gbps: float | None) -> tuple[float, float, float]:
+    """llama.cpp ``--n-cpu-moe N`` keeps the expert tensors of the first N layers in host RAM: per decode
+    step the CPU reads the experts the batch's tokens use in those layers (bytes, seconds at the host's
+    memory bandwidth — a lower bound: CPU matmuls reach only part of it), and for a prompt every physical
+    batch copies those layers' experts over PCIe to the card (llama.cpp runs large batches on the GPU)
+    (seconds per 512-token batch). (0, 0, 0) without it."""
+    if not cpu_moe:
+        return 0.0, 0.0, 0.0
+    if engine != "llama.cpp" or not spec.is_moe:
+        raise GpucostError("keeping experts in CPU RAM (--cpu-moe) is a llama.cpp option for MoE models")
+    share = float(cpu_moe_share(_arrays(((spec, fmt),)), cpu_moe)[0])
+    experts = weight_bytes(spec, fmt).expert_blocks * share
+    read = experts * float(active_weight_fraction(spec, batch))
+    host = host_bw_gbps or DEFAULT_HOST_BW_GBPS
+    return read, read / (host * 1e9), experts / (gpu.link("pcie")[1] * 1e9)
+
+
 def overhead_layers(spec: ModelSpec, engine: str) -> float:
     """Layers whose fixed per-layer time (kernel launches, host work) a decode step pays. transformers
     runs a mixture-of-experts layer as a Python loop over the experts a token uses (modeling_mixtral.py,
@@ -301,9 +327,11 @@ def _speed_notes(gpu: Gpu, fmt: QuantFormat, engine: str, backend: str, eff: Eng
 def speed(spec: ModelSpec, fmt: QuantFormat, gpu: Gpu, *, gpus: int = DEFAULTS.gpus, batch: int = DEFAULTS.batch,
           context: int = DEFAULTS.context, engine: str = DEFAULTS.engine, kv_dtype: str = "fp16",
           parallel: str | None = None, link: str = "auto", catalog: Catalog | None = None,
-          eff: EngineEfficiency | None = None, backend: str | None = None) -> SpeedEstimate:
+          eff: EngineEfficiency | None = None, backend: str | None = None, cpu_moe: int = 0,
+          host_bw_gbps: float | None = None) -> SpeedEstimate:
     """Decode and prefill speed of ``spec`` in ``fmt`` on ``gpus`` cards ``gpu`` (``backend``: cuda, rocm,
-    vulkan, metal… — llama.cpp's factors differ per backend; default: the card vendor's, :func:`default_backend`)."""
+    vulkan, metal… — llama.cpp's factors differ per backend; default: the card vendor's, :func:`default_backend`).
+    ``cpu_moe``: llama.cpp ``--n-cpu-moe`` (:func:`cpu_expert_times`), with the host's memory bandwidth."""
     parallel = _check_speed_inputs(spec, gpu, gpus, batch, context, engine, parallel)
     backend = backend or default_backend(gpu)
     uncalibrated = eff is None and backend != "cuda" and not any(
@@ -313,6 +341,13 @@ def speed(spec: ModelSpec, fmt: QuantFormat, gpu: Gpu, *, gpus: int = DEFAULTS.g
     peak = peak_tflops(gpu, fmt, engine)
     notes = _speed_notes(gpu, fmt, engine, backend, eff, peak, uncalibrated)
     w_bytes, kv_bytes = _decode_bytes(spec, fmt, batch, context, engine, kv_dtype)
+    cpu_read, t_cpu, t_copy = cpu_expert_times(spec, fmt, gpu, batch, engine, cpu_moe, host_bw_gbps)
+    w_bytes -= cpu_read   # read from host RAM by the CPU, not from the card's memory
+    if cpu_moe:
+        notes.append(f"--n-cpu-moe {cpu_moe}: the CPU reads {cpu_read / 2**30:.2f} GiB of experts per step at "
+                     f"{host_bw_gbps or DEFAULT_HOST_BW_GBPS:g} GB/s of host memory bandwidth (an upper bound on "
+                     "speed: no measurement of it is in the calibration corpus yet); each 512-token prompt batch "
+                     "copies those layers' experts to the card over PCIe")
     flops_tok = _flops_per_token(spec, context)
     L = overhead_layers(spec, engine)
     link_name, link_bw = gpu.link(link) if gpus > 1 else ("none", float("inf"))
@@ -331,7 +366,7 @@ def speed(spec: ModelSpec, fmt: QuantFormat, gpu: Gpu, *, gpus: int = DEFAULTS.g
         hop = 0.0 if gpus == 1 else (gpus - 1) * (lat + msg / (link_bw * 1e9))
         t_stage, bound = decode_step(bytes_gpu, flops_gpu, L / gpus, bw, peak, eff, 0.0)
         t = t_stage * gpus + hop
-    t = float(t)
+    t = float(t) + t_cpu   # the CPU's expert layers and the GPU's layers take turns within a step
     tps = batch / t
     bw_roof = batch * bw * 1e9 / ((w_bytes + kv_bytes) / (gpus if parallel == "tensor" else 1))
     c_roof = None if peak is None else peak * 1e12 * (gpus if parallel == "tensor" else 1) / flops_tok
@@ -341,7 +376,7 @@ def speed(spec: ModelSpec, fmt: QuantFormat, gpu: Gpu, *, gpus: int = DEFAULTS.g
         f_pre = _flops_per_token(spec, context / 2) * context
         n_par = gpus if parallel == "tensor" else 1
         t_pre = f_pre / (peak * 1e12 * eff.compute_efficiency * n_par) + (w_bytes / n_par) / (bw * 1e9 * eff.bw_efficiency) \
-            + L * eff.layer_overhead_ms / 1e3
+            + L * eff.layer_overhead_ms / 1e3 + math.ceil(context / LLAMACPP_UBATCH) * t_copy
         prefill = context / t_pre
     return SpeedEstimate(
         model=spec.id, quant=fmt.id, gpu=gpu.id, gpus=gpus, engine=engine, batch=batch, context=context,

@@ -11,6 +11,7 @@ import pytest
 from gpucost.cards import card_table
 from gpucost.catalog import Catalog
 from gpucost.errors import GpucostError, UnknownNameError
+from gpucost.fit_matrix import fit_matrix
 from gpucost.memory import (
     CardFit,
     Setup,
@@ -18,7 +19,6 @@ from gpucost.memory import (
     card_fits,
     cheapest_cards,
     estimate,
-    fit_matrix,
     max_batch,
     max_context,
 )
@@ -403,3 +403,28 @@ def test_zero3_cpu_offload_leaves_a_layer_window_on_the_gpu(cat):
     assert e.per_gpu.weights * GIB == pytest.approx(TOY_GATHERED)
     assert e.per_gpu.gradients * GIB == pytest.approx(5e8 * 2)
     assert e.per_gpu.optimizer == 0
+
+
+def test_experts_kept_in_cpu_ram_by_hand(cat):
+    """llama.cpp --n-cpu-moe N: the expert tensors of the first N layers stay in host RAM. Which layers
+    are MoE layers, counted by hand: GPT-OSS 120B all 36; DeepSeek-V3 layers 3-60 (the first three are dense:
+    N = 10 keeps 7 of 58); Llama 4 Maverick every second layer (1, 3, 5…: N = 10 keeps 5 of 24)."""
+    from gpucost.quant import weight_bytes
+
+    for model, quant, n, share in (("gpt-oss-120b", "mxfp4", 36, 1.0), ("gpt-oss-120b", "mxfp4", 9, 9 / 36),
+                                   ("deepseek-v3", "q4_k_m", 10, 7 / 58), ("llama-4-maverick", "q4_k_m", 10, 5 / 24)):
+        spec, fmt = catalog_spec(model, cat), get_format(quant, cat)
+        on_gpu = estimate(spec, fmt, Setup(context=4096, engine="llama.cpp"))
+        moved = estimate(spec, fmt, Setup(context=4096, engine="llama.cpp", cpu_moe=n))
+        experts = weight_bytes(spec, fmt).expert_blocks / 2**30
+        assert on_gpu.per_gpu.weights - moved.per_gpu.weights == pytest.approx(experts * share, rel=1e-9), model
+        assert moved.cpu_gib - on_gpu.cpu_gib == pytest.approx(experts * share, rel=1e-9), model
+        assert moved.per_gpu.kv_cache == on_gpu.per_gpu.kv_cache
+    # all experts of GPT-OSS 120B in RAM: the rest fits a 24 GB card
+    spec, fmt = catalog_spec("gpt-oss-120b", cat), get_format("mxfp4", cat)
+    assert estimate(spec, fmt, Setup(context=8192, engine="llama.cpp", cpu_moe=36)).per_gpu.total < 24
+    for bad in (dict(engine="vllm", cpu_moe=4), dict(engine="llama.cpp", cpu_moe=4, gpu_layers=20)):
+        with pytest.raises(GpucostError, match="--cpu-moe"):
+            estimate(spec, fmt, Setup(context=4096, **bad))
+    with pytest.raises(GpucostError, match="no experts"):
+        estimate(catalog_spec("llama-3.1-8b", cat), fmt, Setup(context=4096, engine="llama.cpp", cpu_moe=4))

@@ -149,3 +149,26 @@ def test_amd_cards_say_their_backend_has_no_calibration(cat):
     cards = decode_speed_cards(s, f, [gpu(cat, "rx-7900-xtx"), gpu(cat, "rtx-4090")], [1, 1], engine="llama.cpp",
                                catalog=cat)
     assert cards == pytest.approx([amd.decode_tokens_per_s, nv.decode_tokens_per_s])
+
+
+def test_experts_in_cpu_ram_cost_their_reads_at_the_hosts_bandwidth(cat):
+    # GPT-OSS 120B, --n-cpu-moe 18 (half of its 36 MoE layers): one token uses 4 of 128 experts, so a decode
+    # step reads 4/128 of those layers' expert bytes on the CPU; twice the host bandwidth halves that time
+    from gpucost.quant import weight_bytes
+
+    spec, fmt, rtx = catalog_spec("gpt-oss-120b", cat), get_format("mxfp4", cat), gpu(cat, "rtx-4090")
+    read = weight_bytes(spec, fmt).expert_blocks * 18 / 36 * 4 / 128
+    slow = speed(spec, fmt, rtx, engine="llama.cpp", cpu_moe=18, host_bw_gbps=50, catalog=cat)
+    fast = speed(spec, fmt, rtx, engine="llama.cpp", cpu_moe=18, host_bw_gbps=100, catalog=cat)
+    assert slow.step_ms - fast.step_ms == pytest.approx(read * (1 / 50e9 - 1 / 100e9) * 1e3, rel=1e-9)
+    full = speed(spec, fmt, rtx, engine="llama.cpp", catalog=cat)
+    assert full.decode_tokens_per_s > fast.decode_tokens_per_s > slow.decode_tokens_per_s
+    # a prompt: each 512-token batch copies the 18 layers' experts to the card over PCIe 4.0 (32 GB/s)
+    p = speed(spec, fmt, rtx, engine="llama.cpp", cpu_moe=18, context=1024, catalog=cat)
+    p0 = speed(spec, fmt, rtx, engine="llama.cpp", context=1024, catalog=cat)
+    copies = 2 * weight_bytes(spec, fmt).expert_blocks / 2 / (rtx.link("pcie")[1] * 1e9)
+    # (less what the card no longer reads itself: the experts the CPU now reads)
+    assert p0.bytes_per_step - p.bytes_per_step == pytest.approx(read, rel=1e-9)
+    assert 1024 / p.prefill_tokens_per_s - 1024 / p0.prefill_tokens_per_s == pytest.approx(
+        copies - read / (rtx.mem_bandwidth_gbps * 1e9 * p.efficiency["bw_efficiency"]), rel=1e-6)
+    assert any("--n-cpu-moe 18" in n for n in slow.notes)

@@ -26,6 +26,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--backend", default=None, choices=["cuda", "rocm", "vulkan", "metal", "sycl", "hpu"],
                    help="llama.cpp's GPU backend (default: the card vendor's: CUDA on NVIDIA, ROCm on AMD)")
     p.add_argument("--link", default="auto", choices=["auto", "nvlink", "pcie"], help="link between the cards")
+    add_spec(p, "--cpu-moe", "cpu_moe", metavar="N")
+    add_spec(p, "--host-bw", "host_bw_gbps", metavar="GBPS", dest="host_bw_gbps")
     p.add_argument("--currency", default=DEFAULTS.currency, metavar="C", help="currency of the cost per 1M tokens")
     p.add_argument("--json", action="store_true", help="print JSON")
 
@@ -45,7 +47,8 @@ def run(args: argparse.Namespace):
     gpu = gpu_record(cat, args.gpu)
     engine = args.engine or ("llama.cpp" if fmt.is_gguf else DEFAULTS.engine)
     est = speed(spec, fmt, gpu, gpus=args.gpus, batch=args.batch, context=args.context, engine=engine,
-                parallel=args.parallel, link=args.link, catalog=cat, backend=args.backend)
+                parallel=args.parallel, link=args.link, catalog=cat, backend=args.backend, cpu_moe=args.cpu_moe,
+                host_bw_gbps=args.host_bw_gbps)
     out = est.to_dict()
     out["band"] = speed_band(est, cat)
     own = Ownership()

@@ -13,6 +13,7 @@ import numpy as np
 from gpucost.bands import band, fit_verdict, memory_band
 from gpucost.economics import Ownership, job_costs, token_costs
 from gpucost.errors import GpucostError
+from gpucost.fit_matrix import catalog_key, fit_matrix
 from gpucost.fmt import fmt_hours, fmt_money
 from gpucost.i18n import localize
 from gpucost.memory import (
@@ -21,9 +22,7 @@ from gpucost.memory import (
     TRAINING_FRAMEWORKS,
     Setup,
     card_fits,
-    catalog_key,
     estimate,
-    fit_matrix,
     max_batch,
     max_context,
 )
