@@ -117,6 +117,7 @@ class Setup:
     prompt: int | None = None        # [tokens] in the largest forward pass; None: the whole context
     gpu_layers: int | None = None    # llama.cpp -ngl: layers on the GPU (None: all)
     cpu_moe: int = 0                 # llama.cpp --n-cpu-moe: the experts of the first N layers in CPU RAM
+    images: int = 0                  # images per sequence (a vision-language model): their tokens join the context
     flash_attention: bool = True
     grad_checkpointing: bool = True
     optimizer: str | None = None     # None: adamw (full, lora) / paged-adamw (qlora)
@@ -191,7 +192,8 @@ class CardFit(Record):
 _ARRAY_FIELDS = ("embed_b", "output_b", "blocks_b", "vectors_b", "total_b", "L", "h", "heads", "kv_heads",
                  "kv_vals", "kv_vals_expanded", "n_full", "n_swa", "window", "vocab", "mlp_tok", "gated",
                  "is_mla", "is_llm", "tied", "params", "params_active", "layer_params", "largest_tensor",
-                 "largest_block", "state_vals", "expert_b", "moe_L", "first_dense", "moe_step")
+                 "largest_block", "state_vals", "expert_b", "moe_L", "first_dense", "moe_step",
+                 "image_tok")
 
 
 def _pair_arrays(spec: ModelSpec, fmt: QuantFormat) -> dict[str, float]:
@@ -227,6 +229,7 @@ def _pair_arrays(spec: ModelSpec, fmt: QuantFormat) -> dict[str, float]:
         "expert_b": wb.expert_blocks, "moe_L": spec.moe_layers if spec.is_llm else 0,
         "first_dense": spec.first_dense_layers if spec.is_llm else 0,
         "moe_step": max(spec.moe_layer_step, 1) if spec.is_llm else 1,
+        "image_tok": spec.image_tokens if spec.is_llm else 0,
     }
 
 
@@ -279,6 +282,8 @@ def _inference_bytes(a: dict, N, s: Setup, profile: EngineProfile) -> dict[str, 
     N = np.asarray(N, dtype=float)
     ctx, batch = float(s.context), float(s.batch)
     prompt = float(s.prompt if s.prompt is not None else s.context)
+    if s.images:  # each image is image_tokens tokens of the prompt and of the KV cache, on top of the text
+        ctx, prompt = ctx + s.images * a["image_tok"], prompt + s.images * a["image_tok"]
     kv_bytes = KV_DTYPE_BYTES[s.kv_dtype]
     parallel = s.parallel or profile.parallel
     tensor = parallel == "tensor"
@@ -538,6 +543,9 @@ def _check_inference(spec: ModelSpec, s: Setup) -> None:
                                "on the GPU (not with --gpu-layers)")
         if not spec.is_moe:
             raise GpucostError(f"{spec.id} has no experts to keep in CPU RAM (--cpu-moe is for MoE models)")
+    if s.images and not spec.image_tokens:
+        raise GpucostError(f"{spec.id} takes no images, or the catalog does not know how many tokens one "
+                           "image becomes in it (--images is for vision-language models with image_tokens)")
     if (s.parallel or prof.parallel) == "tensor" and s.gpus > 1 and spec.is_llm \
             and spec.num_attention_heads % s.gpus:
         raise GpucostError(f"tensor parallel over {s.gpus} GPUs needs the {spec.num_attention_heads} "
@@ -565,6 +573,8 @@ def estimate(spec: ModelSpec, fmt: QuantFormat, setup: Setup | None = None, **kw
         b = _inference_bytes(a, s.gpus, s, prof)
         if spec.is_llm and spec.max_context and s.context > spec.max_context:
             notes.append(Message("mn_context_over", context=s.context, max=spec.max_context))
+        if s.images:
+            notes.append(Message("mn_images", n=s.images, tokens=spec.image_tokens))
         if prof.preallocate == "total":
             notes.append(Message("mn_prealloc", engine=s.engine, param=PREALLOC_PARAM.get(s.engine, "fraction"),
                                  fraction=f"{preallocate_fraction(s.engine, s.gpus):g}"))

@@ -108,6 +108,9 @@ class ModelSpec(Record):
     linear_key_head_dim: int = 0
     linear_value_head_dim: int = 0
     linear_conv_kernel: int = 0
+    # a vision-language model: tokens one image becomes in the language model (at the resolution its row's
+    # notes state: Qwen2.5-VL 256 at 448×448, Gemma 3 256 at any size); 0: text only or not known
+    image_tokens: int = 0
 
     # -- derived ----------------------------------------------------------------------------------
     @property
@@ -271,7 +274,8 @@ def spec_from_row(row: Mapping) -> ModelSpec:
         linear_num_value_heads=_int(row.get("linear_num_value_heads")),
         linear_key_head_dim=_int(row.get("linear_key_head_dim")),
         linear_value_head_dim=_int(row.get("linear_value_head_dim")),
-        linear_conv_kernel=_int(row.get("linear_conv_kernel")), moe_layer_step=_int(row.get("moe_layer_step")))
+        linear_conv_kernel=_int(row.get("linear_conv_kernel")), moe_layer_step=_int(row.get("moe_layer_step")),
+        image_tokens=_int(row.get("image_tokens")))
     if spec.is_mla and spec.head_dim != spec.qk_nope_head_dim + spec.qk_rope_head_dim:
         # the catalog stores hidden/heads in head_dim for MLA models; the real query/key head is nope + rope
         spec = replace(spec, head_dim=spec.qk_nope_head_dim + spec.qk_rope_head_dim)

@@ -234,6 +234,8 @@ SPECS: Mapping[str, Spec] = {
     "gpu_layers": Spec("int", None, ge=0, le=10_000, optional=True, help="llama.cpp -ngl"),
     "cpu_moe": Spec("int", 0, ge=0, le=10_000, help="llama.cpp --n-cpu-moe: the expert weights of the first N "
                     "layers stay in CPU RAM (MoE models)"),
+    "images": Spec("int", 0, ge=0, le=1_000, unit="images", help="images per sequence (vision-language models): "
+                   "each adds the model's image tokens to the prompt and the KV cache"),
     "host_bw_gbps": Spec("float", None, gt=0, le=20_000, unit="GB/s", optional=True,
                          help="host memory bandwidth for --cpu-moe (default: dual-channel DDR5-5600, 89.6 GB/s)"),
     "train_tokens": Spec("float", 1e9, gt=0, le=MAX_TRAIN_TOKENS, unit="tokens", suffixes=True,

@@ -428,3 +428,23 @@ def test_experts_kept_in_cpu_ram_by_hand(cat):
             estimate(spec, fmt, Setup(context=4096, **bad))
     with pytest.raises(GpucostError, match="no experts"):
         estimate(catalog_spec("llama-3.1-8b", cat), fmt, Setup(context=4096, engine="llama.cpp", cpu_moe=4))
+
+
+def test_images_join_the_prompt_and_the_kv_cache_by_hand(cat):
+    """Qwen2.5-VL-7B: one token per 28 × 28 pixels, so a 448 × 448 image is 16 × 16 = 256 tokens (its row's
+    notes); its KV cache is 2 (K, V) × 28 layers × 4 KV heads × 128 × 2 bytes = 57,344 bytes per token."""
+    spec, fmt = catalog_spec("qwen2.5-vl-7b", cat), get_format("bf16", cat)
+    assert spec.image_tokens == 256
+    text = estimate(spec, fmt, Setup(context=4096, engine="vllm"))
+    four = estimate(spec, fmt, Setup(context=4096, engine="vllm", images=4))
+    assert text.per_gpu.kv_cache == pytest.approx(4096 * 57_344 / 2**30)
+    assert four.per_gpu.kv_cache == pytest.approx((4096 + 4 * 256) * 57_344 / 2**30)
+    assert four.per_gpu.weights == text.per_gpu.weights
+    # transformers runs the whole prompt at once: the image tokens lengthen its largest forward pass (vLLM's
+    # chunked prefill caps it, so there only the KV cache grows)
+    hf = [estimate(spec, fmt, Setup(context=4096, engine="transformers", images=n)) for n in (0, 4)]
+    assert hf[1].per_gpu.activations > hf[0].per_gpu.activations
+    assert four.per_gpu.activations == text.per_gpu.activations
+    assert any("4 image(s) of 256 tokens" in n for n in four.notes)
+    with pytest.raises(GpucostError, match="takes no images"):
+        estimate(catalog_spec("llama-3.1-8b", cat), fmt, Setup(context=4096, images=1))

@@ -36,6 +36,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--kv-dtype", default="fp16", choices=["fp16", "bf16", "fp32", "fp8", "q8_0", "q4_0"])
     add_spec(p, "--gpu-layers", "gpu_layers", help="llama.cpp partial offload: layers on the GPU (the rest in CPU RAM)")
     add_spec(p, "--cpu-moe", "cpu_moe", metavar="N")
+    add_spec(p, "--images", "images", metavar="N")
     p.add_argument("--optimizer", default=None,
                    choices=["adamw", "adamw-8bit", "paged-adamw", "paged-adamw-8bit", "sgd"])
     p.add_argument("--no-flash-attention", action="store_true", help="eager attention (scores in memory)")
@@ -69,7 +70,7 @@ def run(args: argparse.Namespace):
         raise GpucostError(f"{engine} is a training framework; pick an inference engine for --mode inference")
     setup = Setup(mode=args.mode, context=args.context, batch=args.batch, gpus=args.gpus, engine=engine, zero=args.zero,
                   offload=args.offload, lora_rank=args.lora_rank, lora_targets=args.lora_targets,
-                  kv_dtype=args.kv_dtype, gpu_layers=args.gpu_layers, cpu_moe=args.cpu_moe, optimizer=args.optimizer,
+                  kv_dtype=args.kv_dtype, gpu_layers=args.gpu_layers, cpu_moe=args.cpu_moe, images=args.images, optimizer=args.optimizer,
                   flash_attention=not args.no_flash_attention, grad_checkpointing=not args.no_grad_checkpointing)
     est = estimate(spec, fmt, setup)
     cards = cat.gpus
