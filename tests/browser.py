@@ -53,11 +53,14 @@ class VoilaServer:
                 f"--VoilaKernelManager.kernel_pools_config={{'default': {{'pool_size': {pool_size}}}}}",
                 *(extra_args or [])]
         self.log = open(os.environ.get("HOME", "/tmp") + f"/voila-{self.port}.log", "w")  # noqa: SIM115
-        from gpucost.ui import JUPYTER_DATA
+        from gpucost.ui import JUPYTER_CONFIG, JUPYTER_DATA
 
-        # the template from the package, as ./dev serve finds it (an editable install has no share/jupyter)
+        # the template and the server's rules from the package, as ./dev serve finds them (an editable install
+        # has no share/jupyter)
         env = {**os.environ, "JUPYTER_PATH": os.pathsep.join(filter(None, (str(JUPYTER_DATA),
-                                                                          os.environ.get("JUPYTER_PATH"))))}
+                                                                          os.environ.get("JUPYTER_PATH")))),
+               "JUPYTER_CONFIG_PATH": os.pathsep.join(filter(None, (str(JUPYTER_CONFIG),
+                                                                    os.environ.get("JUPYTER_CONFIG_PATH"))))}
         self.proc = subprocess.Popen(args, cwd=ROOT, stdout=self.log, stderr=subprocess.STDOUT,
                                      start_new_session=True, env=env)
         deadline = time.time() + 90

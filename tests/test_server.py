@@ -14,6 +14,14 @@ from gpucost.ui import server
 TICK = 0.05
 
 
+def _run(coro):
+    """The coroutine on an event loop of its own thread (a browser test's Playwright may own this thread's)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(1) as ex:
+        return ex.submit(asyncio.run, coro).result()
+
+
 async def _page(name: str, prepare_s: float):
     """What Voilà's renderer yields: the page's head (with its spinner) at once, the cells once the
     kernel has run them."""
@@ -36,7 +44,7 @@ def test_a_waiting_visitor_hears_how_many_pages_are_prepared_ahead_of_theirs():
     async def three():
         return await asyncio.gather(visit("a", 0.6, 0), visit("b", 1.0, 0.1, "zh"), visit("c", 0.0, 0.2))
 
-    a, b, c = asyncio.run(three())
+    a, b, c = _run(three())
     # the first visitor: nobody ahead; its page is complete, in order, around the waiting lines
     assert a[0] == "<head a>" and a[-1] == "<cells a>"
     assert set(_said(a)) == {t("starting_page", "en")}
@@ -68,5 +76,5 @@ def test_a_visitor_who_leaves_is_out_of_the_line_and_their_page_stops():
         await gen.aclose()          # the tab closed: tornado stops reading the page
         await asyncio.sleep(0.05)
 
-    asyncio.run(leave())
+    _run(leave())
     assert server._PREPARING == [] and stopped == [True]

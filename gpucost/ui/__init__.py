@@ -7,5 +7,7 @@ from pathlib import Path
 
 #: a Jupyter data directory holding voila/templates/gpucost (for JUPYTER_PATH)
 JUPYTER_DATA = Path(__file__).resolve().parent / "jupyter"
+#: the public server's Python configuration for Voilà (``voila.py``): put on ``JUPYTER_CONFIG_PATH``
+JUPYTER_CONFIG = JUPYTER_DATA / "config"
 #: the template itself and its static files (plotly.js basic)
 TEMPLATE_DIR = JUPYTER_DATA / "voila" / "templates" / "gpucost"

@@ -1,5 +1,6 @@
-"""The public server's own rules (issue 19), installed by ``voila.py`` when ``voila`` starts in the repository
-(``./dev serve``, the tests' server): a kernel is shut down only by the page it serves.
+"""The public server's own rules (issue 19), installed by ``gpucost/ui/jupyter/config/voila.py``, which Voilà reads
+with voila.json when that folder is on ``JUPYTER_CONFIG_PATH`` (``./dev serve``, the tests' server): a kernel is
+shut down only by the page it serves.
 
 Voilà's closed-tab shutdown (``POST voila/api/shutdown/<kernel id>``) and jupyter_server's ``DELETE
 api/kernels/<kernel id>`` check tornado's double-submit XSRF token, which any client can make up (a cookie
