@@ -51,7 +51,9 @@ def main() -> None:
 
     def cold():
         _catalog_arrays.cache_clear()
+        from gpucost.memory import _arrays
         from gpucost.quant import _weight_bytes_cached
+        _arrays.cache_clear()
         _weight_bytes_cached.cache_clear()
         fit_matrix(cat, Setup(), key=key)
 

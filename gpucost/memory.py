@@ -235,7 +235,8 @@ def _pair_arrays(spec: ModelSpec, fmt: QuantFormat) -> dict[str, float]:
 
 @lru_cache(maxsize=512)  # every estimate of a page or a bisection asks for the same pair: built once, read-only
 def _arrays(pairs: tuple[tuple[ModelSpec, QuantFormat], ...]) -> dict[str, np.ndarray]:
-    out = {k: np.array([_pair_arrays(s, f)[k] for s, f in pairs], dtype=float) for k in _ARRAY_FIELDS}
+    rows = [_pair_arrays(s, f) for s, f in pairs]   # once per pair (it walks every tensor of the model)
+    out = {k: np.array([r[k] for r in rows], dtype=float) for k in _ARRAY_FIELDS}
     for v in out.values():
         v.setflags(write=False)
     return out
