@@ -108,8 +108,7 @@ def test_an_override_that_cannot_be_read_is_an_error_not_a_silent_fallback(tmp_p
 
 
 @pytest.mark.parametrize(("fixture", "cloud"), [("skypilot_aws_vms_sample.csv", "aws"),
-                                                ("skypilot/lambda/vms.csv", "lambda"),
-                                                ("skypilot/runpod/vms.csv", "runpod")])
+                                                ("skypilot/lambda/vms.csv", "lambda")])
 def test_a_skypilot_catalog_standing_in_for_cloud_offers_is_named_by_its_content(tmp_path, fixture, cloud):
     # a vms.csv copied to my-data/cloud_offers.csv: its offers are the cloud its instance types name, not
     # "my-data"; and the commands that read every offer answer or say in one line why they cannot
@@ -146,3 +145,4 @@ def test_a_skypilot_catalog_of_unknown_naming_is_skypilot():
     assert skypilot_cloud(pd.DataFrame({"InstanceType": ["box-one", "box-two", "p4d.24xlarge"]})) == "skypilot"
     assert skypilot_cloud(pd.DataFrame({"InstanceType": ["Standard_NC24ads_A100_v4", "Standard_ND96asr_v4"]})) == "azure"
     assert skypilot_cloud(pd.DataFrame({"InstanceType": ["", "a2-highgpu-1g", "g2-standard-4"]})) == "gcp"
+    assert skypilot_cloud(pd.DataFrame({"InstanceType": ["1x_A100-80GB_SECURE", "2x_H100-80GB_COMMUNITY"]})) == "runpod"
