@@ -406,17 +406,28 @@ def _check_config_spec(spec: ModelSpec, name: str) -> None:
                            "attention heads")
 
 
+def parse_config_json(data: str | bytes, label: str) -> dict:
+    """A config.json's content (text, or bytes as uploaded or fetched) as a dict; one line naming ``label``
+    when it is not readable JSON or not an object."""
+    try:
+        cfg = json.loads(data.decode("utf-8-sig") if isinstance(data, bytes) else data)
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        raise GpucostError(f"{label}: not a readable JSON config ({type(exc).__name__})") from None
+    if not isinstance(cfg, dict):
+        raise GpucostError(f"{label}: not a JSON object")
+    return cfg
+
+
 def load_config_file(path: str | Path) -> ModelSpec:
     """A :class:`ModelSpec` from a local ``config.json``."""
     p = Path(path).expanduser()
     try:
-        cfg = json.loads(p.read_text(encoding="utf-8"))
+        text = p.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise GpucostError(f"{p}: file not found") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError, ValueError) as exc:
+    except (OSError, UnicodeDecodeError) as exc:
         raise GpucostError(f"{p}: not a readable JSON config ({type(exc).__name__})") from None
-    if not isinstance(cfg, dict):
-        raise GpucostError(f"{p}: not a JSON object")
+    cfg = parse_config_json(text, str(p))
     spec = spec_from_hf_config(cfg, name=p.name)
     if spec.id == p.name:
         spec = replace(spec, id=p.parent.name or p.name, name=str(p))
@@ -506,13 +517,7 @@ def read_hf_config(repo_id: str) -> dict:
                            f"({type(exc).__name__})") from None
     if len(body) > HUB_CONFIG_MAX_BYTES:
         raise GpucostError(f"config.json of '{repo_id}' is larger than {HUB_CONFIG_MAX_BYTES // 1024} KB")
-    try:
-        cfg = json.loads(body.decode("utf-8-sig"))
-    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
-        raise GpucostError(f"config.json of '{repo_id}' is not readable JSON ({type(exc).__name__})") from None
-    if not isinstance(cfg, dict):
-        raise GpucostError(f"config.json of '{repo_id}' is not a JSON object")
-    return cfg
+    return parse_config_json(body, f"config.json of '{repo_id}'")
 
 
 # --------------------------------------------------------------------------------------------------

@@ -133,6 +133,11 @@ def kv_capacity(spec: ModelSpec, fmt: QuantFormat, gpu: Gpu, *, context: int, pr
     return per_seq, max(pool, 0.0)
 
 
+def _whole(per_seq: float, pool: float) -> int:
+    """Whole sequences of ``per_seq`` GiB of KV cache that a pool of ``pool`` GiB holds."""
+    return int(pool // per_seq) if per_seq > 0 else 0
+
+
 def _kv(spec: ModelSpec, fmt: QuantFormat, gpu: Gpu, gpus: int, engine: str, kv_dtype: str, load: Load):
     return kv_capacity(spec, fmt, gpu, context=load.input_tokens + load.output_tokens, prompt=load.input_tokens,
                        gpus=gpus, engine=engine, kv_dtype=kv_dtype)
@@ -227,7 +232,7 @@ def fit_table(spec: ModelSpec, fmt: QuantFormat, gpu: Gpu, *, gpus: int = 1, eng
     rows = []
     for c in contexts:
         per_seq, pool = kv_capacity(spec, fmt, gpu, context=c, gpus=gpus, engine=engine, kv_dtype=kv_dtype)
-        rows.append(FitRow(c, per_seq, pool, int(pool // per_seq) if per_seq > 0 else 0))
+        rows.append(FitRow(c, per_seq, pool, _whole(per_seq, pool)))
     conc = []
     room = {r.context: (r.kv_pool_gib / r.kv_per_sequence_gib if r.kv_per_sequence_gib > 0 else 0.0) for r in rows}
     for n in FIT_CONCURRENCY:
@@ -408,7 +413,7 @@ def saturated(spec: ModelSpec, fmt: QuantFormat, gpu: Gpu, input_tokens: int, ou
     the KV cache holds (at most :data:`BATCHES`' largest, the engines' default cap)."""
     per_seq, pool = kv_capacity(spec, fmt, gpu, context=input_tokens + output_tokens, prompt=input_tokens, gpus=gpus,
                                 engine=engine, kv_dtype=kv_dtype)
-    fits = int(pool // per_seq) if per_seq > 0 else 0
+    fits = _whole(per_seq, pool)
     batch = min(fits, BATCHES[-1]) if concurrency is None else min(concurrency, fits)
     if batch < 1:
         raise GpucostError(f"one sequence of {input_tokens + output_tokens} tokens does not fit {gpus} × {gpu.id}")
@@ -444,7 +449,7 @@ def plan_serving(spec: ModelSpec, fmt: QuantFormat, gpu: Gpu, load: Load, *, gpu
     catalog = catalog or Catalog()
     notes: list = [Message("sv_note_queue" if ttft_stat == "mean" else "sv_note_queue_pct", pct=ttft_stat[1:])]
     per_seq, pool = _kv(spec, fmt, gpu, gpus, engine, kv_dtype, load)
-    max_conc = int(pool // per_seq) if per_seq > 0 else 0
+    max_conc = _whole(per_seq, pool)
     point = None
     replica_max = 0.0
     closest: dict = {}

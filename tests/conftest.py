@@ -132,3 +132,22 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "internet" in item.keywords:
             item.add_marker(skip)
+
+
+def files_on_disk(roots, skip: tuple[str, ...]) -> dict[str, tuple[int, int]]:
+    """(size, mtime) of every file under ``roots`` whose path contains none of ``skip``: compared before
+    and after a visitor's actions to show nothing was written (app and tampering tests)."""
+    out = {}
+    for root in roots:
+        for dirpath, dirnames, filenames in os.walk(root):
+            dirnames[:] = [d for d in dirnames if not any(s in os.path.join(dirpath, d) for s in skip)]
+            for f in filenames:
+                p = os.path.join(dirpath, f)
+                if any(s in p for s in skip):
+                    continue
+                try:
+                    st = os.stat(p)
+                except OSError:
+                    continue
+                out[p] = (st.st_size, st.st_mtime_ns)
+    return out

@@ -6,16 +6,14 @@ languages go to test-artifacts/ (the README shows two of them)."""
 
 from __future__ import annotations
 
-import os
 import re
 import time
-from pathlib import Path
 from urllib.parse import urlencode
 
 import pytest
 
 from .browser import ARTIFACTS, assert_no_traceback, wait_ready
-from .conftest import NOTEBOOKS, ROOT, cli_json
+from .conftest import NOTEBOOKS, ROOT, cli_json, files_on_disk
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(900)]
 
@@ -292,30 +290,13 @@ def test_language_and_currency_persist_across_pages_and_reloads(server_browser):
 # Nothing a visitor does writes on the server
 # ---------------------------------------------------------------------------------------------------
 
-def _files(roots: list[Path], skip: tuple[str, ...]) -> dict[str, tuple[int, int]]:
-    out = {}
-    for root in roots:
-        for dirpath, dirnames, filenames in os.walk(root):
-            dirnames[:] = [d for d in dirnames if not any(s in os.path.join(dirpath, d) for s in skip)]
-            for f in filenames:
-                p = os.path.join(dirpath, f)
-                if any(s in p for s in skip):
-                    continue
-                try:
-                    st = os.stat(p)
-                except OSError:
-                    continue
-                out[p] = (st.st_size, st.st_mtime_ns)
-    return out
-
-
 def test_driving_every_page_writes_nothing_on_the_server(server_browser, sandbox, tmp_path):
     server, browser = server_browser
     # Jupyter's own bookkeeping (kernel connection files, the server log) is not the visitor's doing
     skip = (".git", "test-artifacts", "__pycache__", ".pytest_cache", "jupyter-runtime", "voila-", ".ruff_cache",
             ".mypy_cache", str(tmp_path))
     roots = [ROOT, sandbox]
-    before = _files(roots, skip)
+    before = files_on_disk(roots, skip)
     ctx = browser.new_context(viewport={"width": 1366, "height": 768}, accept_downloads=True)
     page = ctx.new_page()
     page.set_default_timeout(120000)
@@ -355,7 +336,7 @@ def test_driving_every_page_writes_nothing_on_the_server(server_browser, sandbox
         page.click(".gc-download >> nth=0")
     dl.value.save_as(tmp_path / "config.yaml")
     ctx.close()
-    after = _files(roots, skip)
+    after = files_on_disk(roots, skip)
     changed = sorted(p for p in set(before) | set(after) if before.get(p) != after.get(p))
     assert changed == [], f"the server's disk changed: {changed[:20]}"
 

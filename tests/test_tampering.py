@@ -27,6 +27,8 @@ from gpucost.ui.serving import ServingPage
 from gpucost.ui.sharing_scaling import SharingScalingPage
 from gpucost.ui.start import StartPage
 
+from .conftest import files_on_disk
+
 pytestmark = pytest.mark.timeout(600)
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -75,6 +77,7 @@ def _messages(x: w.Widget) -> list[dict]:
 
 
 PKG = Path(budget.__file__).resolve().parents[1]
+SKIP = ("/.git", "/__pycache__", "/.venv", "/.pytest_cache")
 
 
 def _gpucost_frame(tb) -> str | None:
@@ -91,21 +94,6 @@ def _gpucost_frame(tb) -> str | None:
 
 def _raised_in_gpucost(tb) -> bool:
     return _gpucost_frame(tb) is not None
-
-
-def _files(*roots: Path) -> dict[str, tuple[int, int]]:
-    out = {}
-    for r in roots:
-        for dirpath, dirnames, filenames in os.walk(r):
-            dirnames[:] = [d for d in dirnames if d not in (".git", "__pycache__", ".venv", ".pytest_cache")]
-            for f in filenames:
-                p = os.path.join(dirpath, f)
-                try:
-                    st = os.stat(p)
-                except OSError:
-                    continue
-                out[p] = (st.st_mtime_ns, st.st_size)
-    return out
 
 
 @pytest.fixture
@@ -138,7 +126,7 @@ def test_a_tampered_page_refuses_quietly_writes_nothing_and_still_answers(page_c
     refused, wire = public_kernel
     page = page_cls()
     watched = (ROOT, Path(os.environ["HOME"]), Path(os.environ["XDG_DATA_HOME"]))
-    before = _files(*watched)
+    before = files_on_disk(watched, SKIP)
     inputs = [x for x in _widgets(page.widget()) if _messages(x)]
     assert len(inputs) >= 2, "the page has inputs to tamper with"
     typed = [(x, x.value) for x in inputs if isinstance(x, (w.Text, w.Textarea))]
@@ -155,7 +143,7 @@ def test_a_tampered_page_refuses_quietly_writes_nothing_and_still_answers(page_c
     shown = " ".join(str(getattr(x, "value", "")) for x in _widgets(page.widget()) if isinstance(x, w.HTML))
     assert "Traceback" not in shown and "site-packages" not in shown and str(ROOT) not in shown
     assert "<img src=x" not in shown   # markup typed into a field is shown as text, if at all
-    assert _files(*watched) == before, "a visitor's input wrote on the server's disk"
+    assert files_on_disk(watched, SKIP) == before, "a visitor's input wrote on the server's disk"
     assert sent >= 2 * len(inputs)
     # the page still answers: every text typed back as it was, the results are current again
     for x, value in typed:

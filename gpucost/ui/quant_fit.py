@@ -4,7 +4,6 @@ cards, how fast, and what does each token cost?"""
 from __future__ import annotations
 
 import html
-import json
 import math
 
 import ipywidgets as w
@@ -211,20 +210,14 @@ class QuantFitPage(Page):
 
     def _on_config(self, change) -> None:
         """Read an uploaded config.json (bytes in memory), check it, and make it the model of the page."""
-        from gpucost.models import spec_from_hf_config
+        from gpucost.models import parse_config_json, spec_from_hf_config
 
         try:
             upload = self.read_upload(change, "config.json")
             if upload is None:
                 return
             name, content = upload
-            try:
-                cfg = json.loads(content.decode("utf-8-sig"))
-            except (UnicodeDecodeError, ValueError, RecursionError) as exc:
-                raise GpucostError(f"{name}: not a readable JSON config ({type(exc).__name__})") from None
-            if not isinstance(cfg, dict):
-                raise GpucostError(f"{name}: not a JSON object")
-            spec = spec_from_hf_config(cfg, name=name)
+            spec = spec_from_hf_config(parse_config_json(content, name), name=name)
         except GpucostError as exc:
             self.config_msg.value = f'<span class="gc-msg-error">{html.escape(str(exc))}</span>'
             return
