@@ -23,11 +23,15 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
 from gpucost.errors import DataError, UnknownNameError, closest
+
+if TYPE_CHECKING:
+    from gpucost.markets import Market
 
 # --------------------------------------------------------------------------------------------------
 # Schemas. A column kind is one of:
@@ -618,12 +622,15 @@ def merge_upload(name: str, base: pd.DataFrame, upload: pd.DataFrame) -> tuple[p
 class Catalog:
     """All tables of one data source: bundled, ``data_dir``/``GPUCOST_DATA_DIR``, or explicit files.
 
-    ``frames`` holds tables given directly (an upload already validated). Tables load lazily.
+    ``frames`` holds tables given directly (an upload already validated). Tables load lazily. ``market``
+    is where the user rents (:class:`gpucost.offers.Market`; ``None`` follows the display currency):
+    every cloud price read through this catalog is chosen in it.
     """
 
     data_dir: str | Path | None = None
     overrides: dict[str, str | Path] = field(default_factory=dict)
     frames: dict[str, pd.DataFrame] = field(default_factory=dict)
+    market: Market | None = None
 
     def table(self, name: str) -> pd.DataFrame:
         if name not in self.frames:
@@ -634,7 +641,11 @@ class Catalog:
         """A copy of this catalog in which ``name`` is replaced by an already validated frame."""
         frames = {k: v for k, v in self.frames.items() if k == name or name not in _dependencies(k)}
         frames[name] = frame
-        return Catalog(self.data_dir, dict(self.overrides), frames)
+        return Catalog(self.data_dir, dict(self.overrides), frames, self.market)
+
+    def with_market(self, market: Market | None) -> Catalog:
+        """The same tables (shared, not reloaded) with cloud prices chosen in ``market``."""
+        return Catalog(self.data_dir, self.overrides, self.frames, market)
 
     @property
     def gpus(self) -> pd.DataFrame:

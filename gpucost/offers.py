@@ -18,66 +18,27 @@ from __future__ import annotations
 import ast
 import json
 import math
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
 import pandas as pd
 
 from gpucost.catalog import Catalog, derived, normalize_name
+from gpucost.markets import (  # noqa: F401 - re-exported: the market names offers are read with
+    AUTO,
+    MARKET_CHOICES,
+    MARKETS,
+    PROVIDER_KINDS,
+    USER_MARKETS,
+    Market,
+    default_market,
+    in_market,
+    market_for,
+    market_of,
+    provider_kind,
+)
 from gpucost.records import gpu_records
 from gpucost.serialize import Record, number
-
-#: where an offer is; a user's market is one of these or "global" (anywhere outside China: a cloud VM in
-#: another region of the same world market is rentable; mainland China clouds and marketplaces need a
-#: Chinese account and price in CNY)
-MARKETS = ("us", "eu", "china", "apac", "other")
-USER_MARKETS = ("global", *MARKETS)
-#: the market a display currency implies
-CURRENCY_MARKET = {"CNY": "china"}
-HYPERSCALERS = {"aws", "aws-china", "gcp", "azure", "oci", "ibm", "alibaba", "tencent", "huawei", "baidu"}
-MARKETPLACES = {"vast", "vastai", "runpod-community", "primeintellect", "shadeform", "tensordock", "hengyuan",
-                "suanjia", "matpool", "autodl", "spheron", "lium"}
-
-_CN = re.compile(r"(^cn-|china|beijing|shanghai|hangzhou|shenzhen|guangzhou|chengdu|ningxia|\bcn\b)", re.I)
-_EU = re.compile(r"(^eu|europe|\beu\b|france|germany|netherlands|finland|sweden|norway|iceland|poland|spain|"
-                 r"italy|romania|bulgaria|denmark|ireland|uk-|london|frankfurt|paris|amsterdam|stockholm|"
-                 r"westeurope|northeurope|francecentral|germanywestcentral|uksouth|swedencentral)", re.I)
-_US = re.compile(r"(^us|\bus\b|north america|\bna\b|canada|^ca-|eastus|westus|centralus|southcentralus|"
-                 r"northcentralus|virginia|oregon|ohio|texas|california|iowa|utah|georgia|florida|maryland|"
-                 r"nevada|arizona|new york|chicago|dallas|seattle)", re.I)
-_APAC = re.compile(r"(^ap-|asia|japan|tokyo|osaka|korea|seoul|singapore|india|mumbai|australia|sydney|"
-                   r"hong kong|\bhk\b|taiwan|\bas\b|jp|southeastasia|eastasia)", re.I)
-
-
-def market_of(region: str, currency: str = "USD") -> str:
-    """The market an offer belongs to (see module docstring); ``""`` = anywhere but China."""
-    r = str(region or "").strip()
-    if currency.upper() == "CNY" or _CN.search(r):
-        return "china"
-    for name, pat in (("eu", _EU), ("us", _US), ("apac", _APAC)):
-        if pat.search(r):
-            return name
-    return "" if r.lower() in ("", "global", "any", "world") else "other"
-
-
-def default_market(currency: str) -> str:
-    return CURRENCY_MARKET.get(currency.upper(), "global")
-
-
-def in_market(offer_market: str, market: str) -> bool:
-    """Whether an offer of ``offer_market`` can be bought in ``market`` ("" = a global offer: outside China)."""
-    if market == "global":
-        return offer_market != "china"
-    return offer_market == market or (offer_market == "" and market != "china")
-
-
-def provider_kind(provider: str) -> str:
-    p = provider.lower()
-    if p in HYPERSCALERS:
-        return "hyperscaler"
-    return "marketplace" if p in MARKETPLACES else "neocloud"
-
 
 # --------------------------------------------------------------------------------------------------
 # Accelerator names → gpus.csv ids
@@ -213,5 +174,5 @@ def gpuhunt_offers(items: Iterable, observed_at: str, source: str, catalog: Cata
     return out
 
 
-__all__ = ["MARKETS", "USER_MARKETS", "Offer", "market_of", "default_market", "in_market", "provider_kind", "resolve_gpu",
+__all__ = ["MARKETS", "USER_MARKETS", "MARKET_CHOICES", "PROVIDER_KINDS", "Market", "market_for", "Offer", "market_of", "default_market", "in_market", "provider_kind", "resolve_gpu",
            "skypilot_offers", "gpuhunt_offers"]

@@ -4,10 +4,11 @@ The one place the engines read prices from. A card's street price is the median 
 display currency when there are any (a Chinese buyer sees Chinese prices), else the median of all its
 rows converted through fx.csv — of the rows dated within a year of its newest quote, so that a 2022
 launch price does not pull a 2026 street price down (the date shown is that newest quote's); whole-server
-quotes (channel ``server-quote``) are left out. The cloud
-price is the lowest on-demand price per GPU-hour over the offers the user's market can buy (the market
-follows the currency: CNY → China; :mod:`gpucost.offers`), with the market's median and offer count next
-to it; a card with no offer in the market gets the cheapest anywhere, marked "outside". Offers are the
+quotes (channel ``server-quote``) are left out. The cloud price is the lowest on-demand price per
+GPU-hour over the offers the user's market can buy (the catalog's :class:`~gpucost.markets.Market`, else
+the currency's: CNY → China) of the kinds they rent from, dated within a year of the card's newest such
+offer, with the market's median and offer count next to it; a card with no offer in the market gets the
+cheapest it can rent elsewhere, marked "outside". Offers are the
 bundled snapshot plus what ``gpucost prices update`` recorded in the local store. Cached per loaded
 tables, currency and store state.
 """
@@ -21,7 +22,7 @@ import pandas as pd
 from gpucost import price_store
 from gpucost.catalog import Catalog, derived
 from gpucost.errors import UnknownNameError
-from gpucost.offers import default_market, in_market, market_of
+from gpucost.markets import in_market, market_for, market_of, provider_kind
 
 PRICE_BASES = ("new", "used", "cloud")
 #: a street price is the median of a card's quotes dated within this many days of its newest quote
@@ -50,8 +51,16 @@ def _summary(catalog: Catalog, currency: str) -> pd.DataFrame:
         out[f"price_{cond}_source"] = g["source"].agg(lambda s: " ; ".join(dict.fromkeys(s)))
         out[f"price_{cond}_as_of"] = g["as_of"].max()
     o = cloud_offers(catalog, currency)
-    # the user's market first: a card's in-market offers when it has any, else every offer (named)
-    o = o[o["in_market"] | ~o.groupby("gpu_id")["in_market"].transform("any")].sort_values("per_gpu")
+    market = market_for(catalog.market, currency)
+    # the user's market first: a card's in-market offers when it has any, else every offer of a kind the
+    # user rents from that they can rent at all (named "outside"; a mainland-China offer only for China)
+    o = o[o["kind_ok"] & ((market.region == "china") | (o["market"] != "china"))]
+    o = o[o["in_market"] | ~o.groupby("gpu_id")["in_market"].transform("any")]
+    # as for street prices: offers dated within a year of the card's newest one (a 2018 list price is not
+    # what the card rents for when a 2026 offer exists)
+    dated = pd.to_datetime(o["as_of"], errors="coerce")
+    o = o[dated >= dated.groupby(o["gpu_id"]).transform("max") - pd.Timedelta(days=PRICE_WINDOW_DAYS)]
+    o = o.sort_values("per_gpu")
     g = o.groupby("gpu_id")
     best = g.first()
     out["cloud_hourly"] = best["per_gpu"]
@@ -61,14 +70,15 @@ def _summary(catalog: Catalog, currency: str) -> pd.DataFrame:
     out["cloud_as_of"] = best["as_of"]
     out["cloud_offer"] = best["provider"] + " " + best["InstanceType"]
     out["cloud_market"] = best["market"].replace("", "global").where(best["in_market"],
-                                                                      "outside " + default_market(currency))
+                                                                      "outside " + market.region)
     return out
 
 
 def cloud_offers(catalog: Catalog, currency: str) -> pd.DataFrame:
     """Every on-demand offer per GPU-hour in ``currency``: the bundled snapshot (cloud_offers.csv) and the
     newest observation of each offer in the local price store (``gpucost prices update``), each with its
-    market and whether the user's market (from the currency) can buy it."""
+    market and provider kind, whether it is in the user's region market (``in_market``: the catalog's
+    market, else the currency's) and whether its kind is one the user rents from (``kind_ok``)."""
     rates = catalog.fx.set_index("currency")["per_usd"]
     # the same offer (provider, instance, region) quoted at several dates: the newest quote holds
     b = catalog.offers.assign(_d=catalog.offers["as_of"].astype(str)).sort_values("_d")
@@ -77,6 +87,8 @@ def cloud_offers(catalog: Catalog, currency: str) -> pd.DataFrame:
         "gpu_id": b["gpu_id"], "provider": b["provider"], "InstanceType": b["InstanceType"],
         "per_gpu": b["Price"] / b["AcceleratorCount"] * (rates[currency] / b["currency"].map(rates).to_numpy()),
         "market": [market_of(r, c) for r, c in zip(b["Region"].fillna(""), b["currency"], strict=True)],
+        "kind": [str(k) if isinstance(k, str) and k else provider_kind(str(p))
+                 for k, p in zip(b.get("provider_kind", pd.Series("", index=b.index)), b["provider"], strict=True)],
         "source": b["source"], "as_of": b["as_of"].astype(str)})
     frames = [bundled]
     seen = price_store.latest()
@@ -85,10 +97,12 @@ def cloud_offers(catalog: Catalog, currency: str) -> pd.DataFrame:
         frames.append(pd.DataFrame({
             "gpu_id": od["gpu_id"], "provider": od["provider"], "InstanceType": od["instance"],
             "per_gpu": od["price_per_gpu_hour"] * (rates[currency] / od["currency"].map(rates).to_numpy()),
-            "market": od["market"], "source": od["source"], "as_of": od["observed_at"].str[:10]}))
+            "market": od["market"], "kind": od["provider_kind"], "source": od["source"],
+            "as_of": od["observed_at"].str[:10]}))
     o = pd.concat(frames, ignore_index=True).dropna(subset=["per_gpu"])
-    market = default_market(currency)
-    return o.assign(in_market=[in_market(m, market) for m in o["market"]])
+    market = market_for(catalog.market, currency)
+    return o.assign(in_market=[in_market(m, market.region) for m in o["market"]],
+                    kind_ok=o["kind"].isin(market.kinds))
 
 
 def price_summary(catalog: Catalog, currency: str) -> pd.DataFrame:
@@ -102,13 +116,14 @@ def price_index(catalog: Catalog, currency: str) -> pd.DataFrame:
     currency = currency.upper()
     catalog.fx_rate(currency)  # raises on an unknown currency
     tables = (catalog.gpus, catalog.prices, catalog.offers, catalog.fx)
-    return derived(tables, f"price_summary:{currency}:{price_store.stamp()}", lambda _t: _summary(catalog, currency))
+    key = f"price_summary:{currency}:{market_for(catalog.market, currency).key}:{price_store.stamp()}"
+    return derived(tables, key, lambda _t: _summary(catalog, currency))
 
 
 def card_table(catalog: Catalog, currency: str = "USD") -> pd.DataFrame:
     """The gpus table joined with its prices in ``currency`` (see :func:`price_summary`)."""
     return derived((catalog.gpus, catalog.prices, catalog.offers, catalog.fx),
-                   f"card_table:{currency.upper()}:{price_store.stamp()}",
+                   f"card_table:{currency.upper()}:{market_for(catalog.market, currency).key}:{price_store.stamp()}",
                    lambda _t: catalog.gpus.merge(price_summary(catalog, currency), on="id", how="left"))
 
 
@@ -160,7 +175,8 @@ def card_prices(catalog: Catalog, currency: str) -> dict[str, CardPrices]:
                 str(r["id"]), cur, _quote(r, "price_new", "price_new_source", "price_new_as_of"),
                 _quote(r, "price_used", "price_used_source", "price_used_as_of"), cloud, offer)
         return out
-    return derived((catalog.gpus, catalog.prices, catalog.offers, catalog.fx), f"card_prices:{cur}", build)
+    key = f"card_prices:{cur}:{market_for(catalog.market, cur).key}:{price_store.stamp()}"
+    return derived((catalog.gpus, catalog.prices, catalog.offers, catalog.fx), key, build)
 
 
 def card_price(catalog: Catalog, gpu_id: str, currency: str, basis: str) -> tuple[float | None, str, str]:

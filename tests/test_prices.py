@@ -76,8 +76,8 @@ def _env(tmp_path: Path, catalog_dir: Path) -> dict:
     return {"GPUCOST_PRICE_STORE": str(tmp_path / "prices.sqlite3"), "GPUHUNT_CATALOG_DIR": str(catalog_dir)}
 
 
-def _cloud_price(env: dict, gpu: str, currency: str = "USD") -> dict:
-    p = run_cli("prices", "show", "--gpu", gpu, "--currency", currency, "--json", env=env)
+def _cloud_price(env: dict, gpu: str, currency: str = "USD", *market: str) -> dict:
+    p = run_cli("prices", "show", "--gpu", gpu, "--currency", currency, *market, "--json", env=env)
     assert p.returncode == 0, p.stderr
     return json.loads(p.stdout)
 
@@ -104,6 +104,9 @@ def test_an_update_prices_what_the_users_market_can_rent_and_keeps_history(tmp_p
     assert now["market"] == "global"                                  # the China offer is not the price
     cny = _cloud_price(env, "l40s", "CNY")
     assert cny["market"] == "china" and "nebius" in cny["cheapest_offer"]
+    # a user who rents in the US: the new European offer is not their price (the old one stays)
+    us = _cloud_price(env, "l40s", "USD", "--market", "us")
+    assert us["market"] == "us" and us["cheapest"] == pytest.approx(before) and "g6e" not in us["cheapest_offer"]
     # a second update a day later at a new price: both observations stay
     _write_gpuhunt(cat_dir, [("aws", "g6e.xlarge", "eu-west-1", before * 0.6, 1, "L40S", 48, False)])
     assert run_cli("prices", "update", "--no-skypilot", "--json", env=env).returncode == 0
@@ -141,6 +144,77 @@ def test_bundled_prices_are_chosen_within_the_market(cat):
     assert usd["cloud_market"] != "china" and not usd["cloud_offer"].startswith("aws-china")
     assert usd["cloud_median"] >= usd["cloud_hourly"] and usd["cloud_offers"] >= 2
     assert price_index(cat, "CNY").loc["rtx-4090", "cloud_market"] == "outside china"
+
+
+def _offers(rows: list[tuple]) -> pd.DataFrame:
+    """A cloud_offers table of (provider, region, currency, price per GPU-hour, provider_kind[, as_of]) for
+    an L4."""
+    return pd.DataFrame([{"provider": r[0], "InstanceType": f"{r[0]}-l4-{r[1]}", "AcceleratorName": "L4",
+                          "AcceleratorCount": 1, "Price": r[3], "Region": r[1], "currency": r[2], "gpu_id": "l4",
+                          "source": f"test {r[0]}", "as_of": r[5] if len(r) > 5 else "2026-11-30",
+                          "provider_kind": r[4]} for r in rows])
+
+
+def test_each_market_prices_a_card_with_its_own_offers(cat):
+    """Where the user rents decides the price: the cheapest offer of their region (a marketplace listing
+    with no region counts anywhere but China), marketplaces out when they say so, yuan offers only for
+    China; a region with no offer gets the cheapest one they can rent elsewhere, marked outside. The
+    median is the market's, over offers dated within a year of the newest."""
+    from gpucost.offers import Market
+    from gpucost.pricing import card_price, price_index
+
+    offers = _offers([("aws", "us-east-1", "USD", 0.80, "hyperscaler"), ("lambda", "us-south-1", "USD", 0.60, ""),
+                      ("nebius", "eu-north1", "USD", 0.70, "neocloud"), ("vast", "", "USD", 0.30, "marketplace"),
+                      ("alibaba", "cn-beijing", "CNY", 1.00, "hyperscaler"),   # 1 CNY: the cheapest in money
+                      ("tencent", "cn-mainland", "CNY", 0.50, "hyperscaler", "2020-07-15")])  # a 2020 list price
+    c = cat.with_table("cloud_offers", offers)
+
+    def row(region: str, marketplaces: bool = True, currency: str = "USD"):
+        return price_index(c.with_market(Market(region, marketplaces)), currency).loc["l4"]
+
+    assert row("us")["cloud_hourly"] == pytest.approx(0.30) and row("us")["cloud_offer"].startswith("vast")
+    us = row("us", marketplaces=False)
+    assert us["cloud_hourly"] == pytest.approx(0.60) and us["cloud_offer"].startswith("lambda")
+    assert us["cloud_median"] == pytest.approx(0.70) and us["cloud_offers"] == 2 and us["cloud_market"] == "us"
+    assert row("eu", marketplaces=False)["cloud_hourly"] == pytest.approx(0.70)
+    apac = row("apac", marketplaces=False)                       # none there: the cheapest one can rent
+    assert apac["cloud_hourly"] == pytest.approx(0.60) and apac["cloud_market"] == "outside apac"
+    cny = row("china", currency="CNY")
+    assert cny["cloud_hourly"] == pytest.approx(1.00) and cny["cloud_offer"].startswith("alibaba")
+    assert cny["cloud_offers"] == 1                      # the 2020 price is not today's, with a 2026 offer
+    assert row("auto", currency="CNY")["cloud_hourly"] == pytest.approx(1.00)        # CNY → China
+    assert row("auto", marketplaces=False)["cloud_hourly"] == pytest.approx(0.60)     # USD → global
+    # the engines read the same number through the one price lookup
+    eu = c.with_market(Market("eu", False))
+    assert card_price(eu, "l4", "USD", "cloud")[0] == pytest.approx(0.70)
+
+
+def test_the_market_is_a_page_setting_kept_in_links_and_records(cat):
+    """Page 01: the market chosen next to the inputs prices the page (record, as-of line, links to the
+    other pages); a link naming a market opens in it; auto follows the language's currency."""
+    from gpucost.ui.card_choice import CardChoicePage
+
+    page = CardChoicePage(catalog=cat.with_table("cloud_offers", _offers(
+        [("nebius", "eu-north1", "USD", 0.70, "neocloud"), ("lambda", "us-south-1", "USD", 0.60, "neocloud")])))
+    page.basis.value = "cloud"
+    assert page.results_record()["market"] == "global"
+    page.market_dd.value = "eu"
+    rec = page.results_record()
+    assert rec["market"] == "eu" and not rec["stale"]
+    assert next(c for c in rec["cards"] if c["id"] == "l4")["price"] == pytest.approx(0.70)
+    assert "the Europe market (1 offers" in page.asof.value and "market=eu" in page.page_link("tco")
+    page.market_mp.value = False
+    assert page.state.market == "eu-no-marketplaces" and page.prefs.market == "eu-no-marketplaces"
+    page.apply_url_params({"market": "us"})
+    assert page.market_dd.value == "us" and page.market_mp.value
+    assert next(c for c in page.results_record()["cards"] if c["id"] == "l4")[
+        "price"] == pytest.approx(0.60)
+    page.apply_url_params({"market": "moon"})                     # ignored, like any invalid URL value
+    assert page.state.market == "us"
+    page.market_dd.value = "auto"
+    page.lang_toggle.value = "zh"
+    assert page.results_record()["market"] == "china"
+    assert "中国大陆市场没有报价" in page.asof.value
 
 
 def test_a_price_upload_stands_in_for_its_cards_and_keeps_the_rest():

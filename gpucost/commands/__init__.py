@@ -75,3 +75,23 @@ def add_spec(p: argparse.ArgumentParser, flag: str, name: str, *, help: str | No
     else:
         p.add_argument(flag, default=default, type=spec_type(name, flag), metavar=kw.pop("metavar", "N"),
                        help=text, **kw)
+
+
+def add_market(p: argparse.ArgumentParser) -> None:
+    """``--market`` and ``--no-marketplaces``: where the user rents (every cloud price is chosen there)."""
+    from gpucost.markets import MARKET_CHOICES
+
+    p.add_argument("--market", default="auto", choices=MARKET_CHOICES,
+                   help="where you rent: cloud prices are chosen among this region's offers (a card with none "
+                        "is priced anywhere, marked 'outside'); auto = China for CNY, else global (outside "
+                        "mainland China) (default auto)")
+    p.add_argument("--no-marketplaces", dest="marketplaces", action="store_false",
+                   help="leave out marketplaces (Vast, RunPod community, …: hosts renting out their machines)")
+
+
+def catalog_for(args: argparse.Namespace):
+    """The bundled catalog (or ``GPUCOST_DATA_DIR``'s) with the market ``args`` name (:func:`add_market`)."""
+    from gpucost.catalog import Catalog
+    from gpucost.markets import Market
+
+    return Catalog().with_market(Market(getattr(args, "market", "auto"), getattr(args, "marketplaces", True)))

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from gpucost.commands import add_market, catalog_for
+
 NAME = "claims"
 HELP = "check common GPU-cost rules of thumb (spot discounts, 8-bit memory, ZeRO-3, …) with a computed verdict"
 
@@ -15,15 +17,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="change an input: INPUT=VALUE for every claim that has it (currency=USD), or "
                         "CLAIM.INPUT=VALUE for one (reserved_1y_saving.utilization_pct=50); repeatable")
     p.add_argument("--currency", default=None, metavar="C", help="money in this currency (default CNY, the article's)")
+    add_market(p)
     p.add_argument("--list", action="store_true", help="list the claims and their inputs with defaults")
     p.add_argument("--json", action="store_true", help="print JSON")
 
 
 def run(args: argparse.Namespace):
     from gpucost import claims
-    from gpucost.catalog import Catalog
 
-    cat = Catalog()
+    cat = catalog_for(args)
     ids = args.id
     if ids:
         for i in ids:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from gpucost.commands import add_spec
+from gpucost.commands import add_market, add_spec, catalog_for
 from gpucost.memory_profiles import TRAINING_FRAMEWORKS
 from gpucost.specs import DEFAULTS, ENGINES
 
@@ -44,6 +44,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--gpu", metavar="ID", help="only this card (catalog id or name, e.g. 'RTX 4090'); adds the "
                                               "longest context and largest batch that fit on it")
     p.add_argument("--currency", default=DEFAULTS.currency, metavar="C", help="currency of the cheapest-card answer")
+    add_market(p)
     p.add_argument("--json", action="store_true", help="print JSON")
 
 
@@ -55,14 +56,13 @@ def default_engine(fmt, mode: str) -> str:
 
 def run(args: argparse.Namespace):
     from gpucost.bands import fit_verdict, memory_band
-    from gpucost.catalog import Catalog
     from gpucost.errors import GpucostError
     from gpucost.memory import Setup, card_fits, cheapest_cards, estimate, max_batch, max_context
     from gpucost.models import resolve_model
     from gpucost.pricing import card_table
     from gpucost.quant import get_format
 
-    cat = Catalog()
+    cat = catalog_for(args)
     spec = resolve_model(args.model, config=args.config, catalog=cat)
     fmt = get_format(args.quant, cat)
     engine = args.engine or default_engine(fmt, args.mode)

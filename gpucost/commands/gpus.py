@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from gpucost.commands import add_market, catalog_for
+
 NAME = "gpus"
 HELP = "list the GPU catalog with new, used and cloud prices (or rank cards for a need)"
 
@@ -15,6 +17,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="vram_gib (default), mem_bandwidth_gbps, bf16_tflops, price_new, tflops_per_1k, "
                         "gbps_per_1k, vram_per_1k, tflops_per_watt, …")
     p.add_argument("--currency", default="USD", metavar="C", help="display currency (USD, CNY, EUR, …)")
+    add_market(p)
     p.add_argument("--rank", action="store_true",
                    help="rank cards for a need (with --precision, --basis, --budget) instead of listing")
     p.add_argument("--precision", default="bf16", choices=["fp32", "fp16", "bf16", "fp8", "int8"])
@@ -28,9 +31,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace):
     from gpucost.cards import Need, gpu_list, rank_cards
-    from gpucost.catalog import Catalog
 
-    cat = Catalog()
+    cat = catalog_for(args)
     if args.min_vram < 0:
         from gpucost.errors import GpucostError
         raise GpucostError(f"--min-vram must be >= 0, not {args.min_vram:g}")

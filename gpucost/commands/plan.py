@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from gpucost.commands import add_spec, bounded
+from gpucost.commands import add_market, add_spec, bounded, catalog_for
 from gpucost.specs import DEFAULTS
 
 NAME = "plan"
@@ -50,6 +50,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     t.add_argument("--strategy", default=None, help="pick a strategy (dp, zero1, zero2, zero3, zero2+cpu, "
                    "zero3+cpu, zero3+nvme, tpN[+ppM]+zero1) instead of the fewest GPUs")
     t.add_argument("--currency", default=DEFAULTS.currency, metavar="C")
+    add_market(t)
     t.add_argument("--nvme-path", default=None, metavar="DIR", help="NVMe offload directory in the config")
     t.add_argument("--deepspeed-config", metavar="FILE", help="write the DeepSpeed config JSON to FILE")
     t.add_argument("--force", action="store_true", help="overwrite FILE if it exists")
@@ -66,6 +67,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "of the demand, whichever is more)")
     c.add_argument("--gpu", default="h100-sxm", metavar="ID", help="card whose cloud prices are used")
     c.add_argument("--currency", default="USD", metavar="C")
+    add_market(c)
     c.add_argument("--min-gpus", type=bounded(0, 100_000, "GPUs", whole=True), default=0, metavar="N",
                    help="autoscaler floor")
     c.add_argument("--startup-hours", type=bounded(0, 168, "hours"), default=0.05, metavar="H", help="time a new GPU takes to serve")
@@ -99,9 +101,8 @@ def _write_new(path: str, text: str, force: bool) -> str:
 
 
 def run(args: argparse.Namespace):
-    from gpucost.catalog import Catalog
 
-    cat = Catalog()
+    cat = catalog_for(args)
     return {"share": _run_share, "train": _run_train, "scale": _run_scale}[args.plan_cmd](args, cat)
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from gpucost.commands import add_market, catalog_for
 from gpucost.specs import DEFAULTS
 
 NAME = "prices"
@@ -31,7 +32,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     s = sub.add_parser("show", help="the cheapest and median on-demand price of one card in a market")
     s.add_argument("--gpu", required=True, metavar="ID")
     s.add_argument("--currency", default=DEFAULTS.currency, metavar="C",
-                   help="price currency; CNY means the China market, anything else the global market")
+                   help="price currency (with --market auto, CNY means the China market, anything else global)")
+    add_market(s)
     s.add_argument("--json", action="store_true", help="print JSON")
 
 
@@ -44,9 +46,8 @@ def _progress(res) -> None:
 
 
 def run(args: argparse.Namespace):
-    from gpucost.catalog import Catalog
 
-    cat = Catalog()
+    cat = catalog_for(args)
     if args.prices_cmd == "update":
         from gpucost import price_store
         from gpucost.price_update import SKYPILOT_URL, update
@@ -72,13 +73,14 @@ def run(args: argparse.Namespace):
     row = price_index(cat, cur).loc[gid]
     offers = cloud_offers(cat, cur)
     mine = offers[offers["gpu_id"] == gid].sort_values("per_gpu")
-    from gpucost.offers import default_market
+    from gpucost.offers import market_for
 
-    return {"gpu": gid, "currency": cur, "market": default_market(cur), "offer_market": row["cloud_market"],
-            "cheapest": row["cloud_hourly"],
-            "median": row["cloud_median"], "offers_in_market": int(mine["in_market"].sum()),
+    market = market_for(cat.market, cur)
+    return {"gpu": gid, "currency": cur, "market": market.region, "marketplaces": market.marketplaces,
+            "offer_market": row["cloud_market"], "cheapest": row["cloud_hourly"],
+            "median": row["cloud_median"], "offers_in_market": int((mine["in_market"] & mine["kind_ok"]).sum()),
             "cheapest_offer": row["cloud_offer"], "as_of": row["cloud_as_of"],
-            "offers": mine[["provider", "InstanceType", "per_gpu", "market", "in_market", "as_of"]]
+            "offers": mine[["provider", "kind", "InstanceType", "per_gpu", "market", "in_market", "kind_ok", "as_of"]]
             .to_dict(orient="records")}
 
 
@@ -98,6 +100,10 @@ def render_text(r) -> str:
                          for o in r["observations"])
     if r["cheapest"] is None or r["cheapest"] != r["cheapest"]:
         return f"no cloud offer for {r['gpu']}"
+    where = f"the {r['market']} market" + ("" if r["marketplaces"] else " without marketplaces")
+    if not r["offers_in_market"]:
+        return (f"{r['gpu']}: no offer in {where}; the cheapest elsewhere is {r['cheapest']:.3f} "
+                f"{r['currency']}/GPU-h ({r['cheapest_offer']}, {r['as_of']}, region {r['offer_market']})")
     return (f"{r['gpu']}: cheapest {r['cheapest']:.3f} {r['currency']}/GPU-h ({r['cheapest_offer']}, {r['as_of']}), "
-            f"median {r['median']:.3f} over {r['offers_in_market']} offers in the {r['market']} market "
+            f"median {r['median']:.3f} over {r['offers_in_market']} offers in {where} "
             f"(cheapest offer's region: {r['offer_market']})")

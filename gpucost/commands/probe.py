@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import argparse
 
-from gpucost.commands import add_spec
+from gpucost.commands import add_market, add_spec, catalog_for
 
 NAME = "probe"
 HELP = ("probe this machine's NVIDIA GPUs (NVML): name, memory, utilization, power, clocks, MIG, ECC, "
@@ -21,6 +21,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--interval", type=float, default=1.0, metavar="S", help="seconds between samples (1)")
     p.add_argument("--processes", action="store_true", help="also list the processes on each GPU")
     p.add_argument("--currency", default="USD", metavar="C", help="currency of values and costs (USD)")
+    add_market(p)
     add_spec(p, "--kwh-price", "electricity_per_kwh", metavar="PRICE",
              help="electricity price per kWh in --currency (energy cost of the watch)")
     p.add_argument("--idle-util", type=float, default=None, metavar="PCT",
@@ -38,7 +39,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace):
     from gpucost import monitor, probe
-    from gpucost.catalog import Catalog
     from gpucost.errors import DataError, GpucostError
 
     policy = monitor.Policy(
@@ -53,7 +53,7 @@ def run(args: argparse.Namespace):
     years = args.amortize_years
     currency = args.currency.upper()
 
-    cat = Catalog()
+    cat = catalog_for(args)
     cat.fx_rate(currency)  # an unknown currency is bad input: exit 2
     catalog_error = None
     prices = None

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from gpucost.commands import bounded
+from gpucost.commands import add_market, bounded, catalog_for
 
 NAME = "rules"
 HELP = "print Prometheus alerting rules (YAML) for dcgm-exporter: idle GPUs, memory pressure, their cost"
@@ -22,6 +22,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--gpu", default=None, metavar="ID",
                    help="the card of the fleet (catalog id or name): its hourly value goes into the alerts")
     p.add_argument("--currency", default="USD", metavar="C", help="currency of the costs (USD)")
+    add_market(p)
     p.add_argument("--amortize-years", type=bounded(0, 30, "years", lo_open=True), default=3.0, metavar="Y",
                    help="years over which a new price is spread when the card has no cloud price (3)")
     p.add_argument("--kwh-price", type=bounded(0, 100, "per kWh"), default=None, metavar="PRICE",
@@ -44,10 +45,9 @@ def run(args: argparse.Namespace) -> RulesOutput:
 
     value = None
     if args.gpu:
-        from gpucost.catalog import Catalog
         from gpucost.monitor import card_value
 
-        cat = Catalog()
+        cat = catalog_for(args)
         cat.fx_rate(args.currency)
         value = card_value(cat, cat.gpu_id(args.gpu), args.currency, args.amortize_years)
     opts = RuleOptions(idle_util_pct=args.idle_util, idle_for=args.idle_for, mem_high_pct=args.mem_high,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from gpucost.commands import add_spec
+from gpucost.commands import add_market, add_spec, catalog_for
 from gpucost.specs import DEFAULTS, ENGINES
 
 NAME = "serve"
@@ -29,6 +29,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_spec(p, "--tpot-ms", "tpot_ms", metavar="MS")
     add_spec(p, "--ttft-stat", "ttft_stat")
     p.add_argument("--currency", default=DEFAULTS.currency, metavar="C")
+    add_market(p)
     p.add_argument("--fits", action="store_true",
                    help="instead of a load: what fits one replica — the most concurrent sequences per context "
                         "length, and the longest context per number of concurrent users")
@@ -36,13 +37,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace):
-    from gpucost.catalog import Catalog
     from gpucost.models import resolve_model
     from gpucost.quant import get_format
     from gpucost.records import gpu as gpu_record
     from gpucost.serving import Load, fit_table, plan_serving
 
-    cat = Catalog()
+    cat = catalog_for(args)
     spec = resolve_model(args.model, catalog=cat)
     fmt = get_format(args.quant, cat)
     engine = args.engine or ("llama.cpp" if fmt.is_gguf else DEFAULTS.engine)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from gpucost.commands import add_spec
+from gpucost.commands import add_market, add_spec, catalog_for
 from gpucost.specs import DEFAULTS, ENGINES
 
 NAME = "speed"
@@ -29,19 +29,19 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_spec(p, "--cpu-moe", "cpu_moe", metavar="N")
     add_spec(p, "--host-bw", "host_bw_gbps", metavar="GBPS", dest="host_bw_gbps")
     p.add_argument("--currency", default=DEFAULTS.currency, metavar="C", help="currency of the cost per 1M tokens")
+    add_market(p)
     p.add_argument("--json", action="store_true", help="print JSON")
 
 
 def run(args: argparse.Namespace):
     from gpucost.bands import speed_band
-    from gpucost.catalog import Catalog
     from gpucost.economics import Ownership, token_costs
     from gpucost.models import resolve_model
     from gpucost.quant import get_format
     from gpucost.records import gpu as gpu_record
     from gpucost.speed import speed
 
-    cat = Catalog()
+    cat = catalog_for(args)
     spec = resolve_model(args.model, config=args.config, catalog=cat)
     fmt = get_format(args.quant, cat)
     gpu = gpu_record(cat, args.gpu)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from gpucost.commands import add_spec
+from gpucost.commands import add_market, add_spec, catalog_for
 
 NAME = "tco"
 HELP = "compare buying, leasing and renting GPUs over time for a scenario (total cost, break-even, cheapest)"
@@ -17,6 +17,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     src.add_argument("--list", action="store_true", help="list the scenarios")
     add_spec(p, "--months", "horizon_months", default=None, help="horizon (default: the scenario's)")
     p.add_argument("--currency", default=None, metavar="C", help="display currency (default: the scenario's)")
+    add_market(p)
     p.add_argument("--tornado", action="store_true", help="add the tornado (each input swung over its range)")
     add_spec(p, "--monte-carlo", "monte_carlo_draws", default=0, metavar="DRAWS",
              help="add a Monte Carlo over the uncertain inputs with this many draws (0: none)")
@@ -26,7 +27,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace):
     from gpucost import tco
-    from gpucost.catalog import Catalog
     from gpucost.errors import GpucostError
 
     if args.list:
@@ -34,7 +34,7 @@ def run(args: argparse.Namespace):
     if not (args.scenario or args.config):
         raise GpucostError("give --scenario NAME, --config FILE or --list")
     sc = tco.read_scenario_file(args.config) if args.config else tco.load_scenario(args.scenario)
-    inputs = tco.resolve(sc, Catalog(), currency=args.currency, months=args.months)
+    inputs = tco.resolve(sc, catalog_for(args), currency=args.currency, months=args.months)
     result = tco.evaluate(inputs)
     out = result.summary_dict()
     if args.tornado:

@@ -1,4 +1,4 @@
-"""The visitor's language and currency, kept in their browser (URL and localStorage), never on the server.
+"""The visitor's language, currency and market, kept in their browser (URL and localStorage), never on the server.
 
 :class:`Prefs` is an invisible widget every page shows: its view writes the page's language and currency
 into the page URL (``?lang=zh&currency=CNY``: a reload or a shared link keeps them) and into the
@@ -26,6 +26,7 @@ class Prefs(anywidget.AnyWidget):
     _esm = STATIC / "prefs.js"
     lang = traitlets.Unicode("en").tag(sync=True)
     currency = traitlets.Unicode("USD").tag(sync=True)
+    market = traitlets.Unicode("auto").tag(sync=True)
     restore = traitlets.Dict().tag(sync=True)
 
 

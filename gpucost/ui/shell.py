@@ -25,6 +25,7 @@ from IPython.display import display
 from gpucost.catalog import Catalog
 from gpucost.errors import GpucostError, SpecError
 from gpucost.i18n import DEFAULT_CURRENCY, LANGUAGES, t
+from gpucost.markets import MARKET_CHOICES, Market, market_for
 from gpucost.specs import Spec
 from gpucost.ui import budget
 from gpucost.ui.chart import Chart, PlotlyLibrary
@@ -218,6 +219,7 @@ class AppState(traitlets.HasTraits):
 
     lang = traitlets.Unicode("en")
     currency = traitlets.Unicode("USD")
+    market = traitlets.Unicode("auto")   # where the visitor rents: a gpucost.offers.Market key
 
 
 class Page:
@@ -392,9 +394,10 @@ class Page:
         self.lang_toggle.observe(self._lang_clicked, names="value")
         self.currency_dd.observe(lambda ch: setattr(self.state, "currency", ch["new"]), names="value")
         # the visitor's language and currency live in their browser (URL, localStorage), not on the server
-        self.prefs = Prefs(lang=self.state.lang, currency=self.state.currency, layout=w.Layout(display="none"))
-        traitlets.dlink((self.state, "lang"), (self.prefs, "lang"))
-        traitlets.dlink((self.state, "currency"), (self.prefs, "currency"))
+        self.prefs = Prefs(lang=self.state.lang, currency=self.state.currency, market=self.state.market,
+                           layout=w.Layout(display="none"))
+        for name in ("lang", "currency", "market"):
+            traitlets.dlink((self.state, name), (self.prefs, name))
         self.prefs.observe(lambda ch: self.apply_url_params(ch["new"]), names="restore")
         self.state.observe(lambda _: self._show_nav(), names="currency")
         header = w.HBox([self.title, self.nav, self.label(w.HTML(), "language", "value"), self.lang_toggle,
@@ -402,6 +405,16 @@ class Page:
         header.add_class("gc-header")
         self.header = header
         self.asof = w.HTML()
+        # where the visitor rents (every cloud price of the page is chosen there)
+        self.market_dd = w.Dropdown(options=list(MARKET_CHOICES), value="auto", layout=w.Layout(width="95%"))
+        self.market_dd.add_class("gc-market")
+        self.market_mp = w.Checkbox(value=True, indent=False, layout=w.Layout(width="95%"))
+        self.market_mp.add_class("gc-marketplaces")
+        self.label(self.market_mp, "market_marketplaces")
+        for widget in (self.market_dd, self.market_mp):
+            widget.observe(lambda _: setattr(self.state, "market",
+                                             Market(self.market_dd.value, self.market_mp.value).key), names="value")
+        self.state.observe(self._on_market, names="market")
         self.upload = w.FileUpload(accept=".csv", multiple=False)
         self.upload.add_class("gc-upload")
         self.label(self.upload, "upload_button")
@@ -418,8 +431,17 @@ class Page:
         """Widgets every page puts under its own inputs (upload and as-of line)."""
         if not self.uses_prices:
             return []
-        return [self.label(w.HTML(), "upload_prices", "value"), self.upload,
+        return [self.field("market_label", self.market_dd, "market_help"), self.market_mp,
+                self.label(w.HTML(), "upload_prices", "value"), self.upload,
                 self.help_line("upload_help"), self.upload_msg, self.asof]
+
+    def _on_market(self, change) -> None:
+        market = Market.from_key(change["new"]) or Market()
+        with self.refresh_once():
+            self.market_dd.value, self.market_mp.value = market.region, market.marketplaces
+            self.catalog = self.catalog.with_market(market)
+            self._show_asof()
+            self.safe_refresh()
 
     def _lang_clicked(self, change) -> None:
         lang = change["new"]
@@ -448,6 +470,7 @@ class Page:
         for widget, attr, key in self._labels:
             text = t(key, lang)
             setattr(widget, attr, gloss(text, lang) if attr == "value" and isinstance(widget, w.HTML) else text)
+        self.market_dd.options = [(t(f"market_{m}", lang), m) for m in MARKET_CHOICES]
         self.relabel()
         self._show_asof()
 
@@ -457,6 +480,7 @@ class Page:
         from urllib.parse import urlencode
 
         query = {"lang": self.state.lang, "currency": self.state.currency,
+                 **({"market": self.state.market} if self.state.market != "auto" else {}),
                  **{k: v for k, v in params.items() if v is not None}}
         return f"{PAGES[page_id][0]}?{urlencode(query)}"
 
@@ -480,6 +504,9 @@ class Page:
             cur = str(params.get("currency") or "").upper()
             if cur in self.currency_dd.options:
                 self.currency_dd.value = cur  # ... unless the URL names one
+            market = Market.from_key(str(params.get("market") or ""))
+            if market is not None:
+                self.state.market = market.key
             self.apply_params(params)
 
     def apply_params(self, params: dict) -> None:
@@ -511,21 +538,25 @@ class Page:
         self.asof.value = f'<span class="gc-asof">{text}</span>'
 
     def _market_text(self) -> str:
-        """Which market the cloud prices come from, how many offers and how fresh (a warning past 90 days)."""
-        from gpucost.offers import default_market
-        from gpucost.pricing import cloud_offers
+        """Which market the cloud prices come from, how many offers and how fresh (a warning past 90 days),
+        and how many cards are priced outside it."""
+        from gpucost.pricing import cloud_offers, price_index
 
-        market = default_market(self.state.currency)
+        market = market_for(self.catalog.market, self.state.currency)
+        name = self.t(f"market_{market.region}")
         offers = cloud_offers(self.catalog, self.state.currency)
-        mine = offers[offers["in_market"]]
+        mine = offers[offers["in_market"] & offers["kind_ok"]]
         if not len(mine):
-            return ""
+            return html.escape(self.t("prices_market_none", market=name))
         dates = pd.to_datetime(mine["as_of"], errors="coerce")
         old = int((dates < pd.Timestamp(date.today() - timedelta(days=90))).sum())
-        text = html.escape(self.t("prices_market", market=self.t(f"market_{market}"), offers=len(mine),
-                                  newest=str(dates.max().date())))
+        text = html.escape(self.t("prices_market", market=name, offers=len(mine), newest=str(dates.max().date())))
         if old:
             text += f' <span class="gc-warn">{html.escape(self.t("prices_market_old", n=old))}</span>'
+        outside = int(price_index(self.catalog, self.state.currency)["cloud_market"].astype(str)
+                      .str.startswith("outside").sum())
+        if outside:
+            text += " " + html.escape(self.t("prices_market_outside", n=outside))
         return text
 
     def _bundled_prices(self):
@@ -688,5 +719,8 @@ class Page:
         raise NotImplementedError
 
     def results_record(self) -> dict:
-        return {"page": self.page_id, "lang": self.state.lang, "currency": self.state.currency,
-                "error": self.error, "stale": self.stale, "invalid": dict(self.invalid)}
+        out = {"page": self.page_id, "lang": self.state.lang, "currency": self.state.currency,
+               "error": self.error, "stale": self.stale, "invalid": dict(self.invalid)}
+        if self.uses_prices:  # where the cloud prices were chosen (auto resolved)
+            out["market"] = market_for(self.catalog.market, self.state.currency).key
+        return out

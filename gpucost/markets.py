@@ -1,0 +1,119 @@
+"""Where a user can rent, and where an offer is: region markets, provider kinds and the user's choice
+(:class:`Market`). Light (no pandas): the command line's parser reads the choices from here.
+
+* **Markets**: an offer's market comes from its region (and currency): ``china`` (a CNY price or a
+  mainland region), ``us``, ``eu``, ``apac``, else ``other``; "global" regions and marketplaces with no
+  region count for every market but China.
+* **Provider kinds**: hyperscaler, neocloud, marketplace.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+#: where an offer is; a user's market is one of these or "global" (anywhere outside China: a cloud VM in
+#: another region of the same world market is rentable; mainland China clouds and marketplaces need a
+#: Chinese account and price in CNY)
+MARKETS = ("us", "eu", "china", "apac", "other")
+USER_MARKETS = ("global", *MARKETS)
+#: the market a display currency implies
+CURRENCY_MARKET = {"CNY": "china"}
+HYPERSCALERS = {"aws", "aws-china", "gcp", "azure", "oci", "ibm", "alibaba", "tencent", "huawei", "baidu"}
+MARKETPLACES = {"vast", "vastai", "runpod-community", "primeintellect", "shadeform", "tensordock", "hengyuan",
+                "suanjia", "matpool", "autodl", "spheron", "lium"}
+
+_CN = re.compile(r"(^cn-|china|beijing|shanghai|hangzhou|shenzhen|guangzhou|chengdu|ningxia|\bcn\b)", re.I)
+_EU = re.compile(r"(^eu|europe|\beu\b|france|germany|netherlands|finland|sweden|norway|iceland|poland|spain|"
+                 r"italy|romania|bulgaria|denmark|ireland|uk-|london|frankfurt|paris|amsterdam|stockholm|"
+                 r"westeurope|northeurope|francecentral|germanywestcentral|uksouth|swedencentral)", re.I)
+_US = re.compile(r"(^us|\bus\b|north america|\bna\b|canada|^ca-|eastus|westus|centralus|southcentralus|"
+                 r"northcentralus|virginia|oregon|ohio|texas|california|iowa|utah|georgia|florida|maryland|"
+                 r"nevada|arizona|new york|chicago|dallas|seattle)", re.I)
+_APAC = re.compile(r"(^ap-|asia|japan|tokyo|osaka|korea|seoul|singapore|india|mumbai|australia|sydney|"
+                   r"hong kong|\bhk\b|taiwan|\bas\b|jp|southeastasia|eastasia)", re.I)
+
+
+def market_of(region: str, currency: str = "USD") -> str:
+    """The market an offer belongs to (see module docstring); ``""`` = anywhere but China."""
+    r = str(region or "").strip()
+    if currency.upper() == "CNY" or _CN.search(r):
+        return "china"
+    for name, pat in (("eu", _EU), ("us", _US), ("apac", _APAC)):
+        if pat.search(r):
+            return name
+    return "" if r.lower() in ("", "global", "any", "world") else "other"
+
+
+def default_market(currency: str) -> str:
+    return CURRENCY_MARKET.get(currency.upper(), "global")
+
+
+#: provider kinds, in the order the pages list them
+PROVIDER_KINDS = ("hyperscaler", "neocloud", "marketplace")
+#: a user market choice that follows the display currency (CNY → china, else global)
+AUTO = "auto"
+MARKET_CHOICES = (AUTO, *USER_MARKETS)
+
+
+@dataclass(frozen=True)
+class Market:
+    """Where a user can rent: a region market (``auto`` follows the display currency) and whether
+    marketplaces (Vast, RunPod community, …: hosts renting out their own machines) count. The region is
+    a preference — a card with no offer there is priced anywhere, named "outside" —, the provider kinds a
+    rule: an offer of a kind left out is never used."""
+
+    region: str = AUTO
+    marketplaces: bool = True
+
+    def __post_init__(self) -> None:
+        if self.region not in MARKET_CHOICES:
+            from gpucost.errors import UnknownNameError
+
+            raise UnknownNameError("market", self.region, MARKET_CHOICES)
+
+    def resolved(self, currency: str) -> Market:
+        """This choice with ``auto`` replaced by the currency's market."""
+        return self if self.region != AUTO else Market(default_market(currency), self.marketplaces)
+
+    @property
+    def kinds(self) -> tuple[str, ...]:
+        return PROVIDER_KINDS if self.marketplaces else PROVIDER_KINDS[:2]
+
+    @property
+    def key(self) -> str:
+        """``us``, ``us-no-marketplaces``, … (what the pages keep in the URL); :meth:`from_key` reads it."""
+        return self.region + ("" if self.marketplaces else _NO_MARKETPLACES)
+
+    @classmethod
+    def from_key(cls, text: str) -> Market | None:
+        """The market a :attr:`key` names; None for anything else."""
+        text = str(text or "").strip().lower()
+        region = text.removesuffix(_NO_MARKETPLACES)
+        return cls(region, region == text) if region in MARKET_CHOICES else None
+
+
+_NO_MARKETPLACES = "-no-marketplaces"
+
+
+def market_for(market: Market | None, currency: str) -> Market:
+    """The market prices in ``currency`` are chosen in (``None``: follow the currency)."""
+    return (market or Market()).resolved(currency)
+
+
+def in_market(offer_market: str, market: str) -> bool:
+    """Whether an offer of ``offer_market`` can be bought in ``market`` ("" = a global offer: outside China)."""
+    if market == "global":
+        return offer_market != "china"
+    return offer_market == market or (offer_market == "" and market != "china")
+
+
+def provider_kind(provider: str) -> str:
+    p = provider.lower()
+    if p in HYPERSCALERS:
+        return "hyperscaler"
+    return "marketplace" if p in MARKETPLACES else "neocloud"
+
+
+__all__ = ["MARKETS", "USER_MARKETS", "MARKET_CHOICES", "PROVIDER_KINDS", "AUTO", "Market", "market_for", "market_of",
+           "default_market", "in_market", "provider_kind", "HYPERSCALERS", "MARKETPLACES"]
