@@ -105,6 +105,42 @@ def cloud_offers(catalog: Catalog, currency: str) -> pd.DataFrame:
                     kind_ok=o["kind"].isin(market.kinds))
 
 
+def price_history(catalog: Catalog, gpu_id: str, currency: str) -> pd.DataFrame:
+    """Every price ever seen for one card, oldest first, per GPU-hour in ``currency``: each bundled offer at
+    the date it held (``origin`` "snapshot") and every observation ``gpucost prices update`` recorded
+    (``origin`` "store", with its time), on-demand and spot, each with its market and whether the user's
+    market and provider kinds admit it (``in_market``, ``kind_ok``)."""
+    rates = catalog.fx.set_index("currency")["per_usd"]
+    b = catalog.offers[catalog.offers["gpu_id"] == gpu_id]
+    frames = []
+    for spot, col in ((False, "Price"), (True, "SpotPrice")):
+        if col not in b.columns:
+            continue
+        rows = b[b[col].notna()]
+        frames.append(pd.DataFrame({
+            "seen": rows["as_of"].astype(str), "origin": "snapshot", "provider": rows["provider"],
+            "InstanceType": rows["InstanceType"], "region": rows["Region"].fillna("").astype(str), "spot": spot,
+            "per_gpu": rows[col] / rows["AcceleratorCount"] * (rates[currency] / rows["currency"].map(rates).to_numpy()),
+            "market": [market_of(r, c) for r, c in zip(rows["Region"].fillna(""), rows["currency"], strict=True)],
+            "kind": [str(k) if isinstance(k, str) and k else provider_kind(str(p)) for k, p in
+                     zip(rows.get("provider_kind", pd.Series("", index=rows.index)), rows["provider"], strict=True)],
+            "source": rows["source"]}))
+    seen = price_store.history(gpu_id)
+    if len(seen):
+        frames.append(pd.DataFrame({
+            "seen": seen["observed_at"], "origin": "store", "provider": seen["provider"],
+            "InstanceType": seen["instance"], "region": seen["region"], "spot": seen["spot"].astype(bool),
+            "per_gpu": seen["price_per_gpu_hour"] * (rates[currency] / seen["currency"].map(rates).to_numpy()),
+            "market": seen["market"], "kind": seen["provider_kind"], "source": seen["source"]}))
+    h = pd.concat([f for f in frames if len(f)], ignore_index=True) if any(len(f) for f in frames) else \
+        pd.DataFrame(columns=["seen", "origin", "provider", "InstanceType", "region", "spot", "per_gpu", "market",
+                              "kind", "source"])
+    market = market_for(catalog.market, currency)
+    h["in_market"] = [in_market(m, market.region) for m in h["market"]]
+    h["kind_ok"] = h["kind"].isin(market.kinds)
+    return h.sort_values(["seen", "per_gpu"], kind="stable").reset_index(drop=True)
+
+
 def price_summary(catalog: Catalog, currency: str) -> pd.DataFrame:
     """Per GPU (one row per catalog card, column ``id``): price_new, price_used, cloud_hourly in
     ``currency``, each with its source and as-of date (see the module docstring)."""

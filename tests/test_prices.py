@@ -111,7 +111,7 @@ def test_an_update_prices_what_the_users_market_can_rent_and_keeps_history(tmp_p
     _write_gpuhunt(cat_dir, [("aws", "g6e.xlarge", "eu-west-1", before * 0.6, 1, "L40S", 48, False)])
     assert run_cli("prices", "update", "--no-skypilot", "--json", env=env).returncode == 0
     hist = json.loads(run_cli("prices", "history", "--gpu", "l40s", "--json", env=env).stdout)["observations"]
-    ondemand = [o["price_per_gpu_hour"] for o in hist if o["provider"] == "aws" and not o["spot"]]
+    ondemand = [o["per_gpu"] for o in hist if o["origin"] == "store" and o["provider"] == "aws" and not o["spot"]]
     assert ondemand == pytest.approx(sorted([before * 0.5, before * 0.6]))
     assert _cloud_price(env, "l40s")["cheapest"] == pytest.approx(before * 0.6)   # the newest observation
     # the card listing uses the same price
@@ -130,7 +130,7 @@ def test_skypilot_folder_update_and_offline_in_one_line(tmp_path):
     assert off.returncode == 0 and off.stdout.count("\n") == 1 and off.stdout.startswith("offline")
     assert off.stderr == ""
     again = json.loads(run_cli("prices", "history", "--gpu", "rtx-4090", "--json", env=env).stdout)
-    assert len(again["observations"]) == 2                            # kept what it had
+    assert sum(o["origin"] == "store" for o in again["observations"]) == 2   # kept what it had
 
 
 def test_bundled_prices_are_chosen_within_the_market(cat):
@@ -203,6 +203,9 @@ def test_the_market_is_a_page_setting_kept_in_links_and_records(cat):
     assert rec["market"] == "eu" and not rec["stale"]
     assert next(c for c in rec["cards"] if c["id"] == "l4")["price"] == pytest.approx(0.70)
     assert "the Europe market (1 offers" in page.asof.value and "market=eu" in page.page_link("tco")
+    # the price history of the best card: both offers on record, one in the user's market
+    assert rec["history"] == {"gpu": "l4", "points": 2, "in_market": 1, "newest": "2026-11-30"}
+    assert len(page.history_fig.data) == 2 and "2 prices on record, 1 of them in your market" in page.history_note.value
     page.market_mp.value = False
     assert page.state.market == "eu-no-marketplaces" and page.prefs.market == "eu-no-marketplaces"
     page.apply_url_params({"market": "us"})

@@ -26,8 +26,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     u.add_argument("--no-gpuhunt", action="store_true", help="skip gpuhunt")
     u.add_argument("--provider", action="append", metavar="P", help="gpuhunt provider(s) only (repeat)")
     u.add_argument("--json", action="store_true", help="print JSON")
-    h = sub.add_parser("history", help="every recorded price of one card, oldest first")
+    h = sub.add_parser("history", help="every price of one card, oldest first: the bundled snapshot's offers at "
+                                        "the date each held and every observation of `prices update`")
     h.add_argument("--gpu", required=True, metavar="ID")
+    h.add_argument("--currency", default=DEFAULTS.currency, metavar="C", help="price currency")
+    add_market(h)
     h.add_argument("--json", action="store_true", help="print JSON")
     s = sub.add_parser("show", help="the cheapest and median on-demand price of one card in a market")
     s.add_argument("--gpu", required=True, metavar="ID")
@@ -64,9 +67,12 @@ def run(args: argparse.Namespace):
     gid = cat.gpu_id(args.gpu)
     if args.prices_cmd == "history":
         from gpucost import price_store
+        from gpucost.pricing import price_history
 
-        df = price_store.history(gid)
-        return {"gpu": gid, "store": str(price_store.store_path()), "observations": df.to_dict(orient="records")}
+        cur = args.currency.upper()
+        df = price_history(cat, gid, cur)
+        return {"gpu": gid, "currency": cur, "store": str(price_store.store_path()),
+                "observations": df.to_dict(orient="records")}
     from gpucost.pricing import cloud_offers, price_index
 
     cur = args.currency.upper()
@@ -94,9 +100,10 @@ def render_text(r) -> str:
         return "\n".join(lines)
     if "observations" in r:
         if not r["observations"]:
-            return f"no recorded prices for {r['gpu']} in {r['store']} (run: gpucost prices update)"
-        return "\n".join(f"{o['observed_at']}  {o['provider']:14} {o['instance'][:30]:30} {o['region'][:18]:18} "
-                         f"{'spot' if o['spot'] else 'on-demand':9} {o['price_per_gpu_hour']:.3f} USD/GPU-h"
+            return f"no price of {r['gpu']} in the snapshot or in {r['store']} (run: gpucost prices update)"
+        return "\n".join(f"{o['seen'][:19]:19}  {o['origin']:8} {o['provider']:14} {o['InstanceType'][:30]:30} "
+                         f"{o['region'][:18]:18} {'spot' if o['spot'] else 'on-demand':9} {o['per_gpu']:.3f} "
+                         f"{r['currency']}/GPU-h{'' if o['in_market'] and o['kind_ok'] else '  (outside your market)'}"
                          for o in r["observations"])
     if r["cheapest"] is None or r["cheapest"] != r["cheapest"]:
         return f"no cloud offer for {r['gpu']}"

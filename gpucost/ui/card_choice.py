@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import html
+from datetime import date
 
 import ipywidgets as w
+import pandas as pd
 import plotly.graph_objects as go
 
 from gpucost.cards import HOST_GROUPS, METRICS, PRECISION_COLUMN, Need, card_table, rank_cards
 from gpucost.fmt import fmt_amount, fmt_money
 from gpucost.i18n import localize
+from gpucost.pricing import price_history
 from gpucost.specs import SPECS
 from gpucost.ui.chart import TEMPLATE
 from gpucost.ui.shell import Page
@@ -67,7 +70,14 @@ class CardChoicePage(Page):
         self.table = w.HTML()
         self.table.add_class("gc-table")
         self.excluded = w.HTML()
-        self.results.children = [self.summary, self.chart, self.metric_help, self.table, self.excluded]
+        # on the cloud basis: how the best card's rental price moved, offer by offer (snapshot and updates)
+        self.history_note = w.HTML()
+        self.history_note.add_class("gc-history-note")
+        self.history_chart = self.figure_box("gc-history")
+        self.history_fig = None
+        self.history: dict | None = None
+        self.results.children = [self.summary, self.chart, self.metric_help, self.history_note, self.history_chart,
+                                 self.table, self.excluded]
         for wid in (self.vram, self.host, self.precision, self.basis, self.vendor, self.sort):
             wid.observe(lambda _: self.safe_refresh(), names="value")
 
@@ -154,12 +164,47 @@ class CardChoicePage(Page):
                         name=self.t("cc_frontier"), text=[c.name for c in front], textposition="top left",
                         line=dict(color="#d62728", dash="dot"), hoverinfo="skip")
         self.fig = self.show_figure(self.chart, fig)
+        self._draw_history()
         self.table.value = self._table_html()
         lang = self.state.lang
         self.excluded.value = (f"<details><summary>{html.escape(self.t('cc_excluded', n=len(r.excluded)))}"
                                "</summary><ul class='gc-help'>" + "".join(
                                    f"<li>{html.escape(i)}: {html.escape(localize(why, lang))}</li>"
                                    for i, why in r.excluded) + "</ul></details>")
+
+    def _draw_history(self) -> None:
+        """The best card's cloud prices over time (cloud basis only): every offer at the date it held, spot
+        as crosses, offers outside the user's market faded; the line says how fresh the newest is."""
+        r = self.ranking
+        self.history = None
+        if r.need.price_basis != "cloud" or not r.cards:
+            self.history_note.value = ""
+            self.clear_figure(self.history_chart)
+            self.history_fig = None
+            return
+        best = r.cards[0]
+        h = price_history(self.catalog, best.id, r.need.currency)
+        mine = h[h["in_market"] & h["kind_ok"]]
+        newest = str(mine["seen"].max())[:10] if len(mine) else ""
+        age = (date.today() - date.fromisoformat(newest)).days if newest else None
+        self.history = {"gpu": best.id, "points": len(h), "in_market": len(mine), "newest": newest or None}
+        note = (self.t("cc_history_note", card=best.name, n=len(h), mine=len(mine), newest=newest, days=age)
+                if newest else self.t("cc_history_note_none", card=best.name, n=len(h)))
+        self.history_note.value = f"<p class='gc-help'>{self.prose(note)}</p>"
+        fig = go.Figure(layout=dict(
+            height=320, margin=dict(l=60, r=20, t=50, b=50), template=TEMPLATE, legend=dict(orientation="h", y=-0.25),
+            title=self.t("cc_history_title", card=best.name),
+            yaxis=dict(title=self.t("cc_unit_hour", cur=r.need.currency), rangemode="tozero")))
+        for provider, g in h.groupby("provider", sort=True):
+            ok = (g["in_market"] & g["kind_ok"]).to_numpy()
+            fig.add_scatter(x=pd.to_datetime(g["seen"].str[:10]), y=g["per_gpu"], mode="markers", name=str(provider),
+                            hovertext=[f"{provider} {i}<br>{'spot' if sp else self.t('cc_history_ondemand')}"
+                                       f"<br>{fmt_money(v, r.need.currency)}/h, {str(d)[:10]}"
+                                       for i, sp, v, d in zip(g["InstanceType"], g["spot"], g["per_gpu"], g["seen"],
+                                                              strict=True)],
+                            hoverinfo="text", marker=dict(symbol=["x" if sp else "circle" for sp in g["spot"]],
+                                                          opacity=[0.9 if o else 0.25 for o in ok], size=9))
+        self.history_fig = self.show_figure(self.history_chart, fig)
 
     def _table_html(self) -> str:
         r = self.ranking
@@ -196,6 +241,7 @@ class CardChoicePage(Page):
             "frontier": list(r.frontier),
             "excluded_count": len(r.excluded),
             "chart_points": len(self.fig.data[0].x) if self.fig is not None and self.fig.data else 0,
+            "history": self.history,
             "summary": self.summary.value,
         })
         return rec
