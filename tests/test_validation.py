@@ -100,6 +100,34 @@ def test_cross_validated_median_error_holds_its_bound(summ, category):
     assert row["median_abs_error_pct"] <= BOUNDS[category], markdown_table(summ.reset_index())
 
 
+def test_expert_offload_rows_are_judged_with_the_hosts_bandwidth_apart_and_never_fitted_on(cat, results):
+    """Published llama.cpp runs with experts in host RAM (--n-cpu-moe, or -ot regexes of whole layers) are
+    estimated with the option and the host memory bandwidth their notes state (channels × 8 B × rate),
+    reported under their own engine label, never fitted on; a row whose host bandwidth is not stated is
+    skipped with that reason. Hand check: the Qwen3-235B-A22B Q6_K run on an RTX 3090 with the experts of
+    89 layers on a 12-channel DDR5-6000 EPYC is the engine's answer for 89 layers at 576 GB/s."""
+    from gpucost.models import catalog_spec
+    from gpucost.quant import get_format
+    from gpucost.speed import speed
+    from gpucost.validation.fit import corpus_terms
+
+    bench = cat.table("benchmarks").set_index("id")
+    offload = bench[bench["offload"].fillna("").str.startswith("cpu-moe:")]
+    judged = results[results["id"].isin(offload.index) & (results["role"] == "validation")].set_index("id")
+    assert len(offload) >= 40 and len(judged) >= 6
+    assert set(judged["engine"]) == {"llama.cpp --n-cpu-moe"}
+    assert not set(offload.index) & {t.id for t in corpus_terms(cat)}
+    skipped = results[results["id"].isin(offload.index) & (results["role"] == "skipped")]
+    assert (skipped["reason"] == "experts in host RAM, but the host's memory bandwidth is not stated").sum() >= 10
+    rid = next(i for i, r in offload.iterrows() if r["model_id"] == "qwen3-235b-a22b" and r["quant"] == "q6_k"
+               and r["category"] == "decode_speed")
+    assert "host_bw_gbps=576" in bench.loc[rid, "notes"] and bench.loc[rid, "offload"] == "cpu-moe:89"
+    sp = speed(catalog_spec("qwen3-235b-a22b", cat), get_format("q6_k", cat), gpu_records(cat)["rtx-3090"],
+               context=128 // 2, engine="llama.cpp", catalog=cat, cpu_moe=89, host_bw_gbps=576)
+    # cross-validated factors differ a little from the full fit: the same order, within 10 %
+    assert judged.loc[rid, "estimate"] == pytest.approx(sp.decode_tokens_per_s_per_seq, rel=0.10)
+
+
 def test_serving_rows_are_judged_with_the_serving_engine_and_never_fitted_on(cat, results, summ):
     """Published serving runs (throughput with many requests in flight) are estimated by the engine page 07
     and `gpucost serve` use, and no serving row enters the speed fit."""

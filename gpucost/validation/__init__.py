@@ -29,6 +29,7 @@ from gpucost.validation.corpus import (
     SPEED_CATEGORIES,
     comparison_value,
     convert,
+    cpu_moe_of,
     engine_of,
     row_estimate,
     source_of,
@@ -45,11 +46,16 @@ BOUNDS = {"file_size": 1.0, "inference_memory": 5.0, "training_memory": 15.0, "d
 P90_RATIO = 2.5
 
 
+#: the engine label of rows run with experts in host RAM: judged (and banded) apart from the card alone
+CPU_MOE_LABEL = " --n-cpu-moe"
+
+
 def _engine(row: dict) -> str:
     try:
-        return engine_of(row)
+        name = engine_of(row)
     except GpucostError:
         return str(row.get("engine") or "")
+    return name + (CPU_MOE_LABEL if cpu_moe_of(row)[0] else "")
 
 
 def validate(catalog: Catalog | None = None, *, cross_validated: bool = True) -> pd.DataFrame:

@@ -196,6 +196,21 @@ def _aggregate(row: dict) -> bool:
     return _int(row.get("batch"), 1) > 1 and "aggregate" in str(row.get("notes") or "").lower()
 
 
+_CPU_MOE = re.compile(r"^cpu-moe:(\d+|all)$")
+_HOST_BW = re.compile(r"host_bw_gbps\s*=\s*(\d+(?:\.\d+)?)")
+
+
+def cpu_moe_of(row: dict) -> tuple[int, float | None]:
+    """(layers whose experts are in host RAM, the host's memory bandwidth [GB/s]) of a row whose offload is
+    ``cpu-moe:N`` (``all``: every layer) — llama.cpp's ``--n-cpu-moe``; the bandwidth is what its notes state as
+    ``host_bw_gbps=…`` (channels × 8 bytes × transfer rate, from the RAM the source names). (0, None) else."""
+    m = _CPU_MOE.match(str(row.get("offload") or "").strip().lower())
+    if not m:
+        return 0, None
+    bw = _HOST_BW.search(str(row.get("notes") or ""))
+    return (10**6 if m.group(1) == "all" else int(m.group(1))), (float(bw.group(1)) if bw else None)
+
+
 def _speed(row: dict, spec, fmt, catalog: Catalog, table: dict[str, EngineEfficiency]) -> float:
     cat = row["category"]
     engine = engine_of(row)
@@ -205,13 +220,20 @@ def _speed(row: dict, spec, fmt, catalog: Catalog, table: dict[str, EngineEffici
     eff = engine_efficiency(engine, catalog, fmt, backend_of(row), table=table)
     ctx, prompt, gen = _tokens(row)
     batch, gpus = _int(row.get("batch"), 1), _int(row.get("num_gpus"), 1)
+    cpu_moe, host_bw = cpu_moe_of(row)
+    if cpu_moe and host_bw is None:
+        raise GpucostError("experts in host RAM, but the host's memory bandwidth is not stated")
+    if cpu_moe:
+        cpu_moe = min(cpu_moe, spec.num_layers or cpu_moe)
     if cat in ("decode_speed", "tpot"):
         kv = max(1, int(round((prompt or ctx) + gen / 2)))
-        sp = speed(spec, fmt, gpu, gpus=gpus, batch=batch, context=kv, engine=engine, catalog=catalog, eff=eff)
+        sp = speed(spec, fmt, gpu, gpus=gpus, batch=batch, context=kv, engine=engine, catalog=catalog, eff=eff,
+                   cpu_moe=cpu_moe, host_bw_gbps=host_bw)
         tps = sp.decode_tokens_per_s if _aggregate(row) else sp.decode_tokens_per_s_per_seq
         return tps if cat == "decode_speed" else 1000.0 / sp.decode_tokens_per_s_per_seq
     p = max(prompt or ctx, 1)
-    sp = speed(spec, fmt, gpu, gpus=gpus, batch=1, context=p, engine=engine, catalog=catalog, eff=eff)
+    sp = speed(spec, fmt, gpu, gpus=gpus, batch=1, context=p, engine=engine, catalog=catalog, eff=eff,
+               cpu_moe=cpu_moe, host_bw_gbps=host_bw)
     if sp.prefill_tokens_per_s is None:
         raise GpucostError(f"{gpu.id} has no dense throughput figure")
     if cat == "prefill_speed":

@@ -45,6 +45,7 @@ from gpucost.validation.corpus import (
     _tokens,
     backend_of,
     comparison_value,
+    cpu_moe_of,
     engine_of,
     source_of,
 )
@@ -86,8 +87,8 @@ class Terms:
 
 def terms_of(row: dict, catalog: Catalog) -> Terms | None:
     """The fit terms of a speed row; None when it is not a single-GPU row the fit can use."""
-    if row["category"] not in SPEED_CATEGORIES or _int(row.get("num_gpus"), 1) != 1:
-        return None
+    if row["category"] not in SPEED_CATEGORIES or _int(row.get("num_gpus"), 1) != 1 or cpu_moe_of(row)[0]:
+        return None   # experts in host RAM: the CPU's share is not the card's speed (judged, never fitted)
     try:
         engine = engine_of(row)
         mid = model_id(str(row["model_id"]), catalog)
