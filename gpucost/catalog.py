@@ -92,7 +92,7 @@ SCHEMAS: dict[str, dict[str, str]] = {
         "qk_nope_head_dim": "int+?", "v_head_dim": "int+?", "vision_params_b": "num0?",
         "full_attention_interval": "int0?", "linear_num_key_heads": "int0?", "linear_num_value_heads": "int0?",
         "linear_key_head_dim": "int0?", "linear_value_head_dim": "int0?", "linear_conv_kernel": "int0?",
-        "moe_layer_step": "int0?", "image_tokens": "int0?", "torch_dtype": "str?",
+        "moe_layer_step": "int0?", "image_tokens": "int0?", "cross_attention_layers": "int0?", "torch_dtype": "str?",
         **SOURCE_COLS,
     },
     "quant_formats": {
@@ -142,7 +142,7 @@ OPTIONAL_NEW_COLUMNS: dict[str, tuple[str, ...]] = {
     "prices": ("retrieved_on",),
     "models": ("vision_params_b", "retrieved_on", "full_attention_interval", "linear_num_key_heads",
                "linear_num_value_heads", "linear_key_head_dim", "linear_value_head_dim", "linear_conv_kernel",
-               "moe_layer_step", "image_tokens"),
+               "moe_layer_step", "image_tokens", "cross_attention_layers"),
     "cloud_offers": ("provider_kind", "retrieved_on"),
     "benchmarks": ("backend", "prompt_tokens", "concurrency", "offload", "measure_kind", "retrieved_on")}
 

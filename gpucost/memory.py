@@ -28,6 +28,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from functools import lru_cache
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -193,7 +194,7 @@ _ARRAY_FIELDS = ("embed_b", "output_b", "blocks_b", "vectors_b", "total_b", "L",
                  "kv_vals", "kv_vals_expanded", "n_full", "n_swa", "window", "vocab", "mlp_tok", "gated",
                  "is_mla", "is_llm", "tied", "params", "params_active", "layer_params", "largest_tensor",
                  "largest_block", "state_vals", "expert_b", "moe_L", "first_dense", "moe_step",
-                 "image_tok")
+                 "image_tok", "cross_L")
 
 
 def _pair_arrays(spec: ModelSpec, fmt: QuantFormat) -> dict[str, float]:
@@ -219,7 +220,9 @@ def _pair_arrays(spec: ModelSpec, fmt: QuantFormat) -> dict[str, float]:
         "total_b": wb.total, "L": spec.num_layers, "h": spec.hidden_size, "heads": spec.num_attention_heads,
         "kv_heads": max(spec.num_kv_heads, 1), "kv_vals": spec.kv_values_per_token_per_layer if spec.is_llm else 0,
         "kv_vals_expanded": spec.kv_values_per_token_per_layer_expanded if spec.is_llm else 0,
-        "n_full": n_attn - n_swa, "n_swa": n_swa, "window": spec.sliding_window or 0,
+        # cross-attention layers (mllama) keep the image tokens' KV, not the text's
+        "n_full": n_attn - n_swa - (spec.cross_attention_layers if spec.is_llm else 0), "n_swa": n_swa,
+        "window": spec.sliding_window or 0,
         "vocab": spec.vocab_size, "mlp_tok": mlp_tok, "gated": 1.0 if spec.gated_mlp else 0.0,
         "is_mla": 1.0 if spec.is_mla else 0.0, "is_llm": 1.0 if spec.is_llm else 0.0,
         "tied": 1.0 if spec.tie_embeddings else 0.0, "params": spec.params_total,
@@ -230,6 +233,7 @@ def _pair_arrays(spec: ModelSpec, fmt: QuantFormat) -> dict[str, float]:
         "first_dense": spec.first_dense_layers if spec.is_llm else 0,
         "moe_step": max(spec.moe_layer_step, 1) if spec.is_llm else 1,
         "image_tok": spec.image_tokens if spec.is_llm else 0,
+        "cross_L": spec.cross_attention_layers if spec.is_llm else 0,
     }
 
 
@@ -253,9 +257,10 @@ STATE_BYTES = {"llamacpp": 4.0}
 STATE_BYTES_DEFAULT = 2.0
 
 
-def kv_cache_bytes(a: dict, context, batch, kv_bytes: float, profile: EngineProfile):
+def kv_cache_bytes(a: dict, context, batch, kv_bytes: float, profile: EngineProfile, image_tokens=0.0):
     """KV cache of all layers [bytes] for ``batch`` sequences of ``context`` tokens (arrays broadcast), with
-    a hybrid model's fixed recurrent state per sequence (its linear-attention layers keep no KV cache)."""
+    a hybrid model's fixed recurrent state per sequence (its linear-attention layers keep no KV cache) and a
+    cross-attention model's (mllama) ``image_tokens`` per sequence in its cross-attention layers."""
     ctx = np.asarray(context, dtype=float)
     vals = np.where(a["is_mla"] > 0, a["kv_vals"] if profile.kv_mla_compressed else a["kv_vals_expanded"],
                     a["kv_vals"])
@@ -263,6 +268,7 @@ def kv_cache_bytes(a: dict, context, batch, kv_bytes: float, profile: EngineProf
         tokens_layers = a["n_full"] * ctx + a["n_swa"] * np.minimum(ctx, a["window"])
     else:
         tokens_layers = (a["n_full"] + a["n_swa"]) * ctx
+    tokens_layers = tokens_layers + a["cross_L"] * np.asarray(image_tokens, dtype=float)
     state = a["state_vals"] * STATE_BYTES.get(profile.activation_model, STATE_BYTES_DEFAULT)
     return (vals * tokens_layers * kv_bytes + state) * np.asarray(batch, dtype=float)
 
@@ -281,10 +287,15 @@ def cpu_moe_share(a: dict, n: int) -> np.ndarray:
 def _inference_bytes(a: dict, N, s: Setup, profile: EngineProfile) -> dict[str, np.ndarray]:
     """Per-GPU bytes by component (the most loaded GPU) and CPU bytes, for GPU counts ``N`` (broadcast)."""
     N = np.asarray(N, dtype=float)
-    ctx, batch = float(s.context), float(s.batch)
-    prompt = float(s.prompt if s.prompt is not None else s.context)
-    if s.images:  # each image is image_tokens tokens of the prompt and of the KV cache, on top of the text
-        ctx, prompt = ctx + s.images * a["image_tok"], prompt + s.images * a["image_tok"]
+    ctx: Any = float(s.context)
+    batch = float(s.batch)
+    prompt: Any = float(s.prompt if s.prompt is not None else s.context)
+    image_kv: Any = 0.0
+    if s.images:  # each image is image_tokens tokens of the prompt and of the KV cache, on top of the text —
+        # or, for a cross-attention model (mllama), of its cross-attention layers' KV cache only
+        img = s.images * a["image_tok"]
+        own = np.where(a["cross_L"] > 0, 0.0, img)
+        ctx, prompt, image_kv = ctx + own, prompt + own, img - own
     kv_bytes = KV_DTYPE_BYTES[s.kv_dtype]
     parallel = s.parallel or profile.parallel
     tensor = parallel == "tensor"
@@ -305,7 +316,7 @@ def _inference_bytes(a: dict, N, s: Setup, profile: EngineProfile) -> dict[str, 
         ends = np.where(N > 1, np.maximum(embed_gpu, head_out), embed_gpu + head_out)
         weights = blocks_gpu / N + ends + a["vectors_b"]
     cpu = cpu + a["blocks_b"] * (1 - gpu_frac) + moved + np.where(gpu_frac >= 1.0, 0.0, a["output_b"])
-    kv_all = kv_cache_bytes(a, ctx, batch, kv_bytes, profile)
+    kv_all = kv_cache_bytes(a, ctx, batch, kv_bytes, profile, image_kv)
     kv_gpu_all = kv_all * gpu_frac
     cpu = cpu + kv_all * (1 - gpu_frac)
     if tensor:

@@ -111,6 +111,9 @@ class ModelSpec(Record):
     # a vision-language model: tokens one image becomes in the language model (at the resolution its row's
     # notes state: Qwen2.5-VL 256 at 448×448, Gemma 3 256 at any size); 0: text only or not known
     image_tokens: int = 0
+    # Llama 3.2 Vision (mllama): this many of num_layers are cross-attention layers — they attend to the image
+    # tokens only (their KV cache holds those), the others to the text only
+    cross_attention_layers: int = 0
 
     # -- derived ----------------------------------------------------------------------------------
     @property
@@ -275,7 +278,7 @@ def spec_from_row(row: Mapping) -> ModelSpec:
         linear_key_head_dim=_int(row.get("linear_key_head_dim")),
         linear_value_head_dim=_int(row.get("linear_value_head_dim")),
         linear_conv_kernel=_int(row.get("linear_conv_kernel")), moe_layer_step=_int(row.get("moe_layer_step")),
-        image_tokens=_int(row.get("image_tokens")))
+        image_tokens=_int(row.get("image_tokens")), cross_attention_layers=_int(row.get("cross_attention_layers")))
     if spec.is_mla and spec.head_dim != spec.qk_nope_head_dim + spec.qk_rope_head_dim:
         # the catalog stores hidden/heads in head_dim for MLA models; the real query/key head is nope + rope
         spec = replace(spec, head_dim=spec.qk_nope_head_dim + spec.qk_rope_head_dim)
@@ -365,6 +368,14 @@ def spec_from_hf_config(config: Mapping, name: str = "config.json") -> ModelSpec
                        num_shared_experts=(shared // spec.moe_intermediate_size
                                            if experts and shared and spec.moe_intermediate_size else
                                            spec.num_shared_experts))
+    if isinstance(cfg.get("cross_attention_layers"), list) and cfg["cross_attention_layers"]:
+        # mllama: image tokens reach the text model only through these layers; one image is up to
+        # max_num_tiles tiles of (image_size / patch_size)² patches and a class token each
+        vision: Mapping = config["vision_config"] if isinstance(config.get("vision_config"), Mapping) else {}
+        patch = _int(vision.get("patch_size"))
+        per_tile = (_int(vision.get("image_size")) // patch) ** 2 + 1 if patch else 0
+        spec = replace(spec, cross_attention_layers=len(cfg["cross_attention_layers"]),
+                       image_tokens=per_tile * (_int(vision.get("max_num_tiles")) or 1) if per_tile else 0)
     _check_config_spec(spec, name)
     total, active = count_parameters(spec)
     return replace(spec, params_total=total, params_active=active)
@@ -377,6 +388,7 @@ CONFIG_BOUNDS = (("num_layers", 1, 10_000), ("hidden_size", 1, 1_000_000), ("num
                  ("moe_intermediate_size", 0, 10_000_000), ("vocab_size", 0, 100_000_000),
                  ("max_context", 0, 1_000_000_000), ("num_experts", 0, 100_000), ("experts_per_token", 0, 100_000),
                  ("num_shared_experts", 0, 100_000), ("first_dense_layers", 0, 10_000),
+                 ("cross_attention_layers", 0, 10_000), ("image_tokens", 0, 10_000_000),
                  ("sliding_window", 0, 1_000_000_000), ("kv_lora_rank", 0, 1_000_000), ("q_lora_rank", 0, 1_000_000),
                  ("qk_rope_head_dim", 0, 100_000), ("qk_nope_head_dim", 0, 100_000), ("v_head_dim", 0, 100_000),
                  ("full_attention_interval", 0, 10_000), ("linear_num_key_heads", 0, 100_000),

@@ -448,3 +448,29 @@ def test_images_join_the_prompt_and_the_kv_cache_by_hand(cat):
     assert any("4 image(s) of 256 tokens" in n for n in four.notes)
     with pytest.raises(GpucostError, match="takes no images"):
         estimate(catalog_spec("llama-3.1-8b", cat), fmt, Setup(context=4096, images=1))
+
+
+#: Llama 3.2 11B Vision's config.json, the fields the memory model reads (meta-llama/Llama-3.2-11B-Vision)
+MLLAMA_11B = {"model_type": "mllama",
+              "text_config": {"model_type": "mllama", "hidden_size": 4096, "num_hidden_layers": 40,
+                              "num_attention_heads": 32, "num_key_value_heads": 8, "intermediate_size": 14336,
+                              "vocab_size": 128256, "max_position_embeddings": 131072,
+                              "cross_attention_layers": [3, 8, 13, 18, 23, 28, 33, 38]},
+              "vision_config": {"image_size": 560, "patch_size": 14, "max_num_tiles": 4}}
+
+
+def test_cross_attention_images_fill_only_their_layers_by_hand(cat):
+    """Llama 3.2 Vision: 8 of its 40 layers attend to the image (cross-attention), the other 32 to the text.
+    An image is up to 4 tiles of (560 / 14)² + 1 = 1,601 patches = 6,404 tokens, kept in the 8
+    cross-attention layers only: 2 × 8 layers × 8 KV heads × 128 × 2 bytes × 6,404 = 209,846,272 bytes; a text
+    token 2 × 32 × 8 × 128 × 2 = 131,072 bytes (not 40 layers' 163,840). The image is no prompt token of the
+    text layers: the activations do not grow."""
+    from gpucost.models import spec_from_hf_config
+
+    spec, fmt = spec_from_hf_config(MLLAMA_11B), get_format("bf16", cat)
+    assert (spec.cross_attention_layers, spec.image_tokens) == (8, 6404)
+    text = estimate(spec, fmt, Setup(context=4096, engine="transformers"))
+    two = estimate(spec, fmt, Setup(context=4096, engine="transformers", images=2))
+    assert text.per_gpu.kv_cache * 2**30 == pytest.approx(4096 * 131_072)
+    assert (two.per_gpu.kv_cache - text.per_gpu.kv_cache) * 2**30 == pytest.approx(2 * 209_846_272)
+    assert two.per_gpu.activations == text.per_gpu.activations
