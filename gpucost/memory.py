@@ -347,7 +347,7 @@ def _inference_activation_bytes(a, N_tp, ctx, batch, prompt, flash, profile: Eng
     mlp_live = np.where(a["gated"] > 0, HF_MLP_LIVE["gated"], HF_MLP_LIVE["ungated"]) * a["mlp_tok"]
     tokens = prompt * batch
     if profile.prefill_chunk is not None and profile.activation_model == "vllm":
-        tokens = min(tokens, profile.prefill_chunk)
+        tokens = np.minimum(tokens, profile.prefill_chunk)
     if profile.activation_model == "llamacpp":
         ub = min(float(profile.prefill_chunk or 512), tokens)
         n_ctx = ctx * batch

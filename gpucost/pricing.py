@@ -50,17 +50,8 @@ def _summary(catalog: Catalog, currency: str) -> pd.DataFrame:
         out[f"price_{cond}"] = g["value"].median()
         out[f"price_{cond}_source"] = g["source"].agg(lambda s: " ; ".join(dict.fromkeys(s)))
         out[f"price_{cond}_as_of"] = g["as_of"].max()
-    o = cloud_offers(catalog, currency)
     market = market_for(catalog.market, currency)
-    # the user's market first: a card's in-market offers when it has any, else every offer of a kind the
-    # user rents from that they can rent at all (named "outside"; a mainland-China offer only for China)
-    o = o[o["kind_ok"] & ((market.region == "china") | (o["market"] != "china"))]
-    o = o[o["in_market"] | ~o.groupby("gpu_id")["in_market"].transform("any")]
-    # as for street prices: offers dated within a year of the card's newest one (a 2018 list price is not
-    # what the card rents for when a 2026 offer exists)
-    dated = pd.to_datetime(o["as_of"], errors="coerce")
-    o = o[dated >= dated.groupby(o["gpu_id"]).transform("max") - pd.Timedelta(days=PRICE_WINDOW_DAYS)]
-    o = o.sort_values("per_gpu")
+    o = within_reach(cloud_offers(catalog, currency), market.region).sort_values("per_gpu")
     g = o.groupby("gpu_id")
     best = g.first()
     out["cloud_hourly"] = best["per_gpu"]
@@ -74,6 +65,40 @@ def _summary(catalog: Catalog, currency: str) -> pd.DataFrame:
     return out
 
 
+def within_reach(o: pd.DataFrame, region: str) -> pd.DataFrame:
+    """The offers (rows with gpu_id, market, in_market, kind_ok, as_of) a user of ``region`` is priced from:
+    of a kind they rent from; a card's in-market offers when it has any, else the ones they can rent at all
+    (a mainland-China offer only for China), named "outside"; dated within a year of the card's newest such
+    offer (as for street prices: a 2018 list price is not what a card rents for when a 2026 offer exists)."""
+    o = o[o["kind_ok"] & ((region == "china") | (o["market"] != "china"))]
+    o = o[o["in_market"] | ~o.groupby("gpu_id")["in_market"].transform("any")]
+    dated = pd.to_datetime(o["as_of"].astype(str), errors="coerce")
+    return o[dated >= dated.groupby(o["gpu_id"]).transform("max") - pd.Timedelta(days=PRICE_WINDOW_DAYS)]
+
+
+def _newest_bundled(catalog: Catalog) -> pd.DataFrame:
+    """The bundled snapshot, the newest quote of each offer (provider, instance, region) only."""
+    b = catalog.offers.assign(_d=catalog.offers["as_of"].astype(str)).sort_values("_d", kind="stable")
+    return b.drop_duplicates(["provider", "InstanceType", "Region"], keep="last").drop(columns="_d")
+
+
+def _kinds(b: pd.DataFrame) -> list[str]:
+    return [str(k) if isinstance(k, str) and k else provider_kind(str(p))
+            for k, p in zip(b.get("provider_kind", pd.Series("", index=b.index)), b["provider"], strict=True)]
+
+
+def offer_rows(catalog: Catalog, currency: str) -> pd.DataFrame:
+    """The bundled snapshot's offer rows (every column: on-demand, spot and reserved prices per instance)
+    that the user's market prices from (:func:`within_reach`) — what a TCO scenario chooses its cloud
+    prices among."""
+    b = _newest_bundled(catalog)
+    market = market_for(catalog.market, currency)
+    b = b.assign(market=[market_of(r, c) for r, c in zip(b["Region"].fillna(""), b["currency"], strict=True)],
+                 kind=_kinds(b))
+    b = b.assign(in_market=[in_market(m, market.region) for m in b["market"]], kind_ok=b["kind"].isin(market.kinds))
+    return within_reach(b, market.region)
+
+
 def cloud_offers(catalog: Catalog, currency: str) -> pd.DataFrame:
     """Every on-demand offer per GPU-hour in ``currency``: the bundled snapshot (cloud_offers.csv) and the
     newest observation of each offer in the local price store (``gpucost prices update``), each with its
@@ -81,15 +106,12 @@ def cloud_offers(catalog: Catalog, currency: str) -> pd.DataFrame:
     market, else the currency's) and whether its kind is one the user rents from (``kind_ok``)."""
     rates = catalog.fx.set_index("currency")["per_usd"]
     # the same offer (provider, instance, region) quoted at several dates: the newest quote holds
-    b = catalog.offers.assign(_d=catalog.offers["as_of"].astype(str)).sort_values("_d")
-    b = b.drop_duplicates(["provider", "InstanceType", "Region"], keep="last")
+    b = _newest_bundled(catalog)
     bundled = pd.DataFrame({
         "gpu_id": b["gpu_id"], "provider": b["provider"], "InstanceType": b["InstanceType"],
         "per_gpu": b["Price"] / b["AcceleratorCount"] * (rates[currency] / b["currency"].map(rates).to_numpy()),
         "market": [market_of(r, c) for r, c in zip(b["Region"].fillna(""), b["currency"], strict=True)],
-        "kind": [str(k) if isinstance(k, str) and k else provider_kind(str(p))
-                 for k, p in zip(b.get("provider_kind", pd.Series("", index=b.index)), b["provider"], strict=True)],
-        "source": b["source"], "as_of": b["as_of"].astype(str)})
+        "kind": _kinds(b), "source": b["source"], "as_of": b["as_of"].astype(str)})
     frames = [bundled]
     seen = price_store.latest()
     if len(seen):
@@ -122,8 +144,7 @@ def price_history(catalog: Catalog, gpu_id: str, currency: str) -> pd.DataFrame:
             "InstanceType": rows["InstanceType"], "region": rows["Region"].fillna("").astype(str), "spot": spot,
             "per_gpu": rows[col] / rows["AcceleratorCount"] * (rates[currency] / rows["currency"].map(rates).to_numpy()),
             "market": [market_of(r, c) for r, c in zip(rows["Region"].fillna(""), rows["currency"], strict=True)],
-            "kind": [str(k) if isinstance(k, str) and k else provider_kind(str(p)) for k, p in
-                     zip(rows.get("provider_kind", pd.Series("", index=rows.index)), rows["provider"], strict=True)],
+            "kind": _kinds(rows),
             "source": rows["source"]}))
     seen = price_store.history(gpu_id)
     if len(seen):

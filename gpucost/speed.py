@@ -346,8 +346,8 @@ def speed(spec: ModelSpec, fmt: QuantFormat, gpu: Gpu, *, gpus: int = DEFAULTS.g
     if cpu_moe:
         notes.append(f"--n-cpu-moe {cpu_moe}: the CPU reads {cpu_read / 2**30:.2f} GiB of experts per step at "
                      f"{host_bw_gbps or DEFAULT_HOST_BW_GBPS:g} GB/s of host memory bandwidth (an upper bound on "
-                     "speed: no measurement of it is in the calibration corpus yet); each 512-token prompt batch "
-                     "copies those layers' experts to the card over PCIe")
+                     "speed: published runs measured about half of it, README error table 'llama.cpp --n-cpu-moe'); "
+                     "each 512-token prompt batch copies those layers' experts to the card over PCIe")
     flops_tok = _flops_per_token(spec, context)
     L = overhead_layers(spec, engine)
     link_name, link_bw = gpu.link(link) if gpus > 1 else ("none", float("inf"))
@@ -401,14 +401,20 @@ def prefill_speed(spec: ModelSpec, fmt: QuantFormat, gpu: Gpu, *, prompt: int, g
 
 def decode_speed_cards(spec: ModelSpec, fmt: QuantFormat, cards: Sequence[Gpu], counts, *, batch: int = 1,
                        context: int = DEFAULTS.context, engine: str = DEFAULTS.engine,
-                       catalog: Catalog | None = None) -> np.ndarray:
+                       catalog: Catalog | None = None, cpu_moe: int = 0,
+                       host_bw_gbps: float | None = None) -> np.ndarray:
     """Decode tokens/s (whole batch) on every card of ``cards`` with ``counts[i]`` cards each (tensor
-    parallel for vLLM/TensorRT-LLM, layer split otherwise); NaN where the count is missing. Vectorized per backend (each card vendor's, as :func:`speed`)."""
+    parallel for vLLM/TensorRT-LLM, layer split otherwise); NaN where the count is missing. Vectorized per
+    backend (each card vendor's, as :func:`speed`), with :func:`speed`'s ``cpu_moe`` expert reads on the CPU."""
     prof = ENGINE_PROFILES[engine]
     n = np.asarray(counts, dtype=float)
     ok = np.isfinite(n) & (n >= 1)
     n = np.where(ok, n, 1.0)
     w_bytes, kv_bytes = _decode_bytes(spec, fmt, batch, context, engine, "fp16")
+    t_cpu = 0.0
+    if cpu_moe and len(cards):
+        cpu_read, t_cpu, _copy = cpu_expert_times(spec, fmt, cards[0], batch, engine, cpu_moe, host_bw_gbps)
+        w_bytes -= cpu_read
     flops = batch * _flops_per_token(spec, context)
     bw = np.array([g.mem_bandwidth_gbps for g in cards], dtype=float)
     peak = np.array([peak_tflops(g, fmt, engine) or np.inf for g in cards], dtype=float)
@@ -429,7 +435,7 @@ def decode_speed_cards(spec: ModelSpec, fmt: QuantFormat, cards: Sequence[Gpu], 
         else:
             t_stage, _ = decode_step((w_bytes + kv_bytes) / nm, flops / nm, L / nm, bw[m], peak[m], eff, 0.0)
             t[m] = t_stage * nm + np.where(nm > 1, (nm - 1) * (lat + msg / (links[m] * 1e9)), 0.0)
-    return np.where(ok, batch / t, np.nan)
+    return np.where(ok, batch / (t + t_cpu), np.nan)
 
 
 # --------------------------------------------------------------------------------------------------

@@ -152,6 +152,33 @@ def test_memory_file_and_longest_context_of_one_setup(cat):
     same(memory.max_context(spec, fmt, s, 24.0), fit["max_context"], page["max_context"])
 
 
+def test_experts_in_host_ram_and_images_on_page_02_and_the_cli(cat):
+    """Page 02's two model-specific inputs ask the engines the CLI asks: GPT-OSS 120B in MXFP4 on an RTX 4090
+    with the experts of all 36 layers in host RAM on a 12-channel DDR5-6000 server (memory on the card and
+    in RAM, decode speed) and Qwen2.5-VL 7B with four images (KV cache); a text-only dense model shows
+    neither input."""
+    from gpucost.ui.quant_fit import QuantFitPage
+
+    moe = fit_page(model="gpt-oss-120b", quant="mxfp4", engine="llama.cpp", gpu="rtx-4090", cpu_moe=36,
+                   host_bw_gbps=576)
+    fit = cli("fit", "--model", "gpt-oss-120b", "--quant", "mxfp4", "--engine", "llama.cpp", "--gpu", "rtx-4090",
+              "--cpu-moe", "36")
+    sp = cli("speed", "--model", "gpt-oss-120b", "--quant", "mxfp4", "--engine", "llama.cpp", "--gpu", "rtx-4090",
+             "--cpu-moe", "36", "--host-bw", "576")
+    assert moe["cpu_moe"] == 36
+    same(fit["per_gpu_gib"]["total"], moe["per_gpu_gib"]["total"])
+    same(fit["cpu_gib"], moe["cpu_gib"])
+    row = next(r for r in moe["speed"] if r["gpu"] == "rtx-4090" and r["gpus"] == 1)
+    same(sp["decode_tokens_per_s"], row["tokens_per_s"])
+    vl = fit_page(model="qwen2.5-vl-7b", quant="bf16", engine="vllm", images=4)
+    fit_vl = cli("fit", "--model", "qwen2.5-vl-7b", "--quant", "bf16", "--engine", "vllm", "--images", "4")
+    assert vl["images"] == 4
+    same(fit_vl["per_gpu_gib"]["kv_cache"], vl["per_gpu_gib"]["kv_cache"])
+    page = QuantFitPage(model="llama-3.1-8b", images=4, cpu_moe=8)
+    assert [page.fields[k].box.layout.display for k in ("images", "cpu_moe", "host_bw_gbps")] == ["none"] * 3
+    assert page.results_record()["images"] == 0 and page.results_record()["cpu_moe"] == 0
+
+
 def test_the_int8_claim_uses_the_fit_engines_memory(cat):
     r = claims.evaluate("int8_memory", cat)
     fit = cli("fit", "--model", "llama-3-8b", "--quant", "bnb-int8", "--engine", "transformers")

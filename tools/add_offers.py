@@ -5,7 +5,8 @@
 
 A staged file has the snapshot's columns (SkyPilot's names plus currency, gpu_id, source, as_of, notes,
 provider_kind, retrieved_on). Each row goes through the update's own steps: its accelerator name is
-resolved to a catalog GPU by :func:`gpucost.offers.resolve_gpu` (a row whose transcribed gpu_id the resolver
+resolved to a catalog GPU by :func:`gpucost.offers.resolve_gpu`, or as the snapshot already maps the same
+instance (a row whose transcribed gpu_id the resolver
 contradicts is reported and left out; a name the resolver cannot place keeps the transcriber's id, whose
 notes say how the card was identified), its market by :func:`gpucost.markets.market_of` and its provider kind by
 :func:`gpucost.markets.provider_kind` when the row names none. Rows without a catalog GPU, an on-demand or
@@ -29,7 +30,11 @@ from gpucost.offers import resolve_gpu
 NO_REGION = {"", "global", "any", "secure", "community", "nan"}
 
 
-def check(staged: pd.DataFrame, catalog: Catalog) -> tuple[pd.DataFrame, list[str]]:
+def check(staged: pd.DataFrame, catalog: Catalog, bundled: pd.DataFrame | None = None) -> tuple[pd.DataFrame, list[str]]:
+    # an instance the snapshot already maps (from its own catalog row, e.g. SkyPilot's GpuInfo with the
+    # card's memory and form factor) resolves to that card
+    known = {} if bundled is None else dict(zip(zip(bundled["provider"], bundled["InstanceType"], strict=True),
+                                                bundled["gpu_id"], strict=True))
     keep, why = [], []
     for i, r in staged.fillna("").iterrows():
         row = dict(r)
@@ -42,7 +47,8 @@ def check(staged: pd.DataFrame, catalog: Catalog) -> tuple[pd.DataFrame, list[st
             continue
         if str(row["Region"]).strip().lower() in NO_REGION:
             row["Region"] = "global"
-        resolved = resolve_gpu(str(row["AcceleratorName"]), None, str(row["InstanceType"]), catalog)
+        resolved = known.get((row["provider"], row["InstanceType"])) or resolve_gpu(
+            str(row["AcceleratorName"]), None, str(row["InstanceType"]), catalog)
         gid = str(row["gpu_id"]).strip()
         if not gid:
             why.append(f"{label}: no catalog GPU ({row['AcceleratorName']!r}, resolver: {resolved})")
@@ -76,14 +82,14 @@ def main(argv: list[str] | None = None) -> int:
     bundled = pd.read_csv(path, dtype=str, keep_default_na=False)
     staged = pd.concat([pd.read_csv(p, dtype=str, keep_default_na=False) for p in args.staged],
                        ignore_index=True)[list(bundled.columns)]
-    rows, why = check(staged, catalog)
-    key = ["provider", "InstanceType", "Region"]
+    rows, why = check(staged, catalog, bundled)
+    key = ["provider", "InstanceType", "Region", "as_of"]   # a newer observation of an offer is added
     known = set(map(tuple, bundled[key].to_numpy()))
     new = rows[[tuple(k) not in known for k in rows[key].to_numpy()]] if len(rows) else rows
     for line in why:
         print("left out:", line, file=sys.stderr)
     print(f"{len(new)} offers to add ({len(staged)} staged, {len(why)} left out, "
-          f"{len(rows) - len(new)} already bundled); providers: {', '.join(sorted(set(new.get('provider', []))))}")
+          f"{len(rows) - len(new)} already bundled at that date); providers: {', '.join(sorted(set(new.get('provider', []))))}")
     if args.write and len(new):
         pd.concat([bundled, new], ignore_index=True).to_csv(path, index=False)
         print(f"written: {path}")

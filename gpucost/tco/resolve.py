@@ -262,7 +262,9 @@ def relative_speed(catalog: Catalog, fast_gpu: str, ref_gpu: str) -> tuple[float
 
 
 def _offer_table(c: _Ctx, cloud_gpu: str):
-    o = c.cat.offers
+    from gpucost.pricing import offer_rows
+
+    o = offer_rows(c.cat, c.cur)   # the offers the user's market prices from (gpucost.pricing)
     o = o[o["gpu_id"] == cloud_gpu]
     providers = c.v["cloud.providers"]
     if isinstance(providers, (list, tuple)) and providers:

@@ -52,10 +52,11 @@ class QuantFitPage(Page):
     def __init__(self, model: str = "llama-3.1-8b", quant: str = "q4_k_m", mode: str = "inference",
                  engine: str = "", context: int | str = DEFAULTS.context, batch: int = DEFAULTS.batch, gpus: int = DEFAULTS.gpus, zero: int = 0,
                  offload: str = "none", lora_rank: int = DEFAULTS.lora_rank, gpu: str = "rtx-4090", train_tokens_m: float = 100.0,
-                 budget: float | None = None, lang: str = "en", currency: str | None = None, catalog=None):
+                 budget: float | None = None, images: int = 0, cpu_moe: int = 0, host_bw_gbps: float | None = None,
+                 lang: str = "en", currency: str | None = None, catalog=None):
         self._init = dict(model=model, quant=quant, mode=mode, engine=engine, context=context, batch=batch, gpus=gpus,
                           zero=zero, offload=offload, lora_rank=lora_rank, gpu=gpu, train_tokens_m=train_tokens_m,
-                          budget=budget)
+                          budget=budget, images=images, cpu_moe=cpu_moe, host_bw_gbps=host_bw_gbps)
         self.est = None
         self.fits = []
         self.matrix = None
@@ -100,6 +101,14 @@ class QuantFitPage(Page):
         self.rank, self.train_tokens = self.fields["lora_rank"].widget, self.fields["train_tokens"].widget
         budget = self.spec_field("budget", SPECS["price"], i.get("budget") or None, "fit_budget", "fit_budget_help",
                                  css="gc-fit-budget")
+        # shown for the models they apply to (see _show_model_inputs): images for a vision-language model,
+        # experts in host RAM for a mixture-of-experts model under llama.cpp
+        images = self.spec_field("images", SPECS["images"], i["images"], "fit_images", "fit_images_help",
+                                 css="gc-fit-images")
+        cpu_moe = self.spec_field("cpu_moe", SPECS["cpu_moe"], i["cpu_moe"], "fit_cpu_moe", "fit_cpu_moe_help",
+                                  css="gc-fit-cpu-moe")
+        host_bw = self.spec_field("host_bw_gbps", SPECS["host_bw_gbps"], i["host_bw_gbps"], "fit_host_bw",
+                                  "fit_host_bw_help", css="gc-fit-host-bw")
         gpus = cat.gpus
         self._gpu_options = list(zip(gpus["name"], gpus["id"], strict=True))
         try:
@@ -127,7 +136,8 @@ class QuantFitPage(Page):
             w.VBox([self.config_upload, self.help_line("fit_config_help"), self.config_msg]),
             self.field("fit_hub", self.hub, "fit_hub_help"),
             self.field("fit_quant", self.quant),
-            self.field("fit_mode", self.mode), self.field("fit_engine", self.engine), context, batch, gpus_field,
+            self.field("fit_mode", self.mode), self.field("fit_engine", self.engine), context, batch, images,
+            cpu_moe, host_bw, gpus_field,
             self.field("fit_card", self.card), self.field("fit_zero", self.zero),
             self.field("fit_offload", self.offload), rank, tokens, budget, *self.shell_inputs()]
 
@@ -262,12 +272,25 @@ class QuantFitPage(Page):
             self._mkey = (self.catalog, catalog_key(self.catalog))
         return self._mkey[1]
 
-    def setup(self) -> Setup:
+    def _model_inputs(self, spec) -> tuple[bool, bool]:
+        """(images apply, experts in host RAM apply) for ``spec`` and the page's mode and engine."""
+        inference = self.mode.value == "inference"
+        return (inference and bool(spec.image_tokens),
+                inference and spec.is_moe and self.engine.value == "llama.cpp")
+
+    def _show_model_inputs(self, spec) -> None:
+        imgs, moe = self._model_inputs(spec)
+        for name, shown in (("images", imgs), ("cpu_moe", moe), ("host_bw_gbps", moe)):
+            self.fields[name].box.layout.display = "" if shown else "none"
+
+    def setup(self, spec=None) -> Setup:
         training = self.mode.value != "inference"
+        imgs, moe = self._model_inputs(spec if spec is not None else self._spec())
         return Setup(mode=self.mode.value, context=self.val("context"), batch=self.val("batch"),
                      gpus=self.val("gpus"), engine=self.engine.value,
                      zero=int(self.zero.value) if training else 0,
-                     offload=self.offload.value if training else "none", lora_rank=self.val("lora_rank"))
+                     offload=self.offload.value if training else "none", lora_rank=self.val("lora_rank"),
+                     images=self.val("images") if imgs else 0, cpu_moe=self.val("cpu_moe") if moe else 0)
 
     def refresh(self) -> None:
         if getattr(self, "_engine_lock", False):
@@ -275,7 +298,8 @@ class QuantFitPage(Page):
         cat = self.catalog
         spec = self._spec()
         fmt = self._formats[self.quant.value]
-        s = self.setup()
+        self._show_model_inputs(spec)
+        s = self.setup(spec)
         self.est = estimate(spec, fmt, s)
         s = self.est.setup
         self.fits = card_fits(spec, fmt, s, cat.gpus)
@@ -301,7 +325,8 @@ class QuantFitPage(Page):
         rows = []
         if s.mode == "inference":
             tps = decode_speed_cards(spec, fmt, cards, counts, batch=s.batch, context=s.context, engine=s.engine,
-                                     catalog=self.catalog)
+                                     catalog=self.catalog, cpu_moe=s.cpu_moe,
+                                     host_bw_gbps=self.val("host_bw_gbps") if s.cpu_moe else None)
             b = band("decode_speed", s.engine, self.catalog)
             lo, hi = (b.p10, b.p90) if b else (math.nan, math.nan)
             for f, n, t in zip(self.fits, counts, tps, strict=True):
@@ -523,7 +548,8 @@ class QuantFitPage(Page):
         rec.update({
             "model": self.est.model, "quant": self.est.quant, "mode": self.est.setup.mode,
             "engine": self.est.setup.engine, "context": self.est.setup.context, "batch": self.est.setup.batch,
-            "gpus": self.est.setup.gpus, "per_gpu_gib": self.est.per_gpu.to_dict(), "cpu_gib": self.est.cpu_gib,
+            "gpus": self.est.setup.gpus, "images": self.est.setup.images, "cpu_moe": self.est.setup.cpu_moe,
+            "per_gpu_gib": self.est.per_gpu.to_dict(), "cpu_gib": self.est.cpu_gib,
             "weights_file_gib": self.est.weights_file_gib, "card": self.card.value,
             "card_min_gpus": card.min_gpus if card else None, "band": memory_band(self.est, self.catalog),
             "verdict": {k: str(v) if k == "message" else v for k, v in getattr(self, "verdict", {}).items()}, "max_context": self.max_ctx, "max_batch": self.max_b,

@@ -16,6 +16,9 @@ offload: str = "none"  # none | cpu | nvme (training with ZeRO >= 1)
 lora_rank: int = 16  # LoRA rank (lora, qlora)
 gpu: str = "rtx-4090"  # card id or name for the chart and the longest context / largest batch
 train_tokens_m: float = 100.0  # training run size [millions of tokens] for time and cost
+images: int = 0  # images per request (vision-language models)
+cpu_moe: int = 0  # layers whose experts stay in CPU RAM (llama.cpp --n-cpu-moe; MoE models)
+host_bw_gbps: float = 0.0  # host memory bandwidth [GB/s] for cpu_moe; 0 = dual-channel DDR5-5600
 lang: str = "en"  # en | zh
 currency: str = ""  # display currency; "" = the language's (USD for en, CNY for zh)
 '''
@@ -24,6 +27,7 @@ from gpucost.ui.quant_fit import QuantFitPage
 
 page = QuantFitPage(model=model, quant=quant, mode=mode, engine=engine, context=context, batch=batch, gpus=gpus,
                     zero=zero, offload=offload, lora_rank=lora_rank, gpu=gpu, train_tokens_m=train_tokens_m,
+                    images=images, cpu_moe=cpu_moe, host_bw_gbps=host_bw_gbps or None,
                     lang=lang, currency=currency or None)
 page.display()
 '''
