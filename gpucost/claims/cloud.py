@@ -25,7 +25,11 @@ from gpucost.units import HOURS_PER_MONTH, HOURS_PER_YEAR
 
 
 def _offers(cat: Catalog, gpu: str, provider: str, col: str):
-    o = cat.offers
+    """The offers with an on-demand and a ``col`` price in the user's market. These claims are ratios of one
+    offer's own prices (no money shown), so the market is the one chosen, else the global one."""
+    from gpucost.pricing import offer_rows
+
+    o = offer_rows(cat, "USD")
     o = o[o["Price"].notna() & o[col].notna()]
     if gpu:
         o = o[o["gpu_id"] == gpu]

@@ -231,7 +231,7 @@ def simulate_fleet(trace: Trace, policy: str = "fixed", *, max_gpus: int | None 
         spot = policy == "spot"
         if spot:
             if spot_price_per_gpu_hour is None:
-                raise GpucostError("the spot policy needs a spot price (no spot offer in the catalog for this GPU)")
+                raise GpucostError("the spot policy needs a spot price (no spot offer for this GPU in your market)")
             if interruption_rate_per_hour is None:
                 raise GpucostError("the spot policy needs an interruption rate (interruption_rate_per_hour)")
         res = _sim_elastic(trace, max_gpus, min_gpus, startup_hours, cooldown_hours,
@@ -600,11 +600,14 @@ def commitment_level(trace: Trace, discount: float, *, price_per_gpu_hour: float
 
 
 def spot_price(catalog: Catalog, gpu_id: str, currency: str) -> tuple[float | None, str]:
-    """The lowest spot price per GPU-hour for ``gpu_id`` over the catalog's offers, in ``currency``."""
-    o = catalog.offers
+    """The lowest spot price per GPU-hour for ``gpu_id`` over the offers of the user's market
+    (:func:`gpucost.pricing.offer_rows`), in ``currency``."""
+    from gpucost.pricing import offer_rows
+
+    o = offer_rows(catalog, currency)
     o = o[(o["gpu_id"] == gpu_id) & o["SpotPrice"].notna()]
     if o.empty:
-        return None, "no spot offer in the catalog"
+        return None, "no spot offer in your market"
     per = o["SpotPrice"] / o["AcceleratorCount"]
     per = per * [catalog.convert(1.0, c, currency) for c in o["currency"]]
     k = int(np.argmin(per.to_numpy()))
