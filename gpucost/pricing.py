@@ -83,8 +83,22 @@ def _newest_bundled(catalog: Catalog) -> pd.DataFrame:
 
 
 def _kinds(b: pd.DataFrame) -> list[str]:
+    """Each bundled row's provider kind (its column, else the provider's)."""
     return [str(k) if isinstance(k, str) and k else provider_kind(str(p))
             for k, p in zip(b.get("provider_kind", pd.Series("", index=b.index)), b["provider"], strict=True)]
+
+
+def _markets(b: pd.DataFrame) -> list[str]:
+    """Each bundled row's market, from its region and currency."""
+    return [market_of(r, c) for r, c in zip(b["Region"].fillna(""), b["currency"], strict=True)]
+
+
+def _admit(o: pd.DataFrame, catalog: Catalog, currency: str) -> pd.DataFrame:
+    """``o`` (with market and kind columns) with whether the user's region market and provider kinds admit
+    each row (``in_market``, ``kind_ok``)."""
+    market = market_for(catalog.market, currency)
+    return o.assign(in_market=[in_market(m, market.region) for m in o["market"]],
+                    kind_ok=o["kind"].isin(market.kinds))
 
 
 def offer_rows(catalog: Catalog, currency: str) -> pd.DataFrame:
@@ -92,11 +106,8 @@ def offer_rows(catalog: Catalog, currency: str) -> pd.DataFrame:
     that the user's market prices from (:func:`within_reach`) — what a TCO scenario chooses its cloud
     prices among."""
     b = _newest_bundled(catalog)
-    market = market_for(catalog.market, currency)
-    b = b.assign(market=[market_of(r, c) for r, c in zip(b["Region"].fillna(""), b["currency"], strict=True)],
-                 kind=_kinds(b))
-    b = b.assign(in_market=[in_market(m, market.region) for m in b["market"]], kind_ok=b["kind"].isin(market.kinds))
-    return within_reach(b, market.region)
+    b = _admit(b.assign(market=_markets(b), kind=_kinds(b)), catalog, currency)
+    return within_reach(b, market_for(catalog.market, currency).region)
 
 
 def cloud_offers(catalog: Catalog, currency: str) -> pd.DataFrame:
@@ -110,8 +121,7 @@ def cloud_offers(catalog: Catalog, currency: str) -> pd.DataFrame:
     bundled = pd.DataFrame({
         "gpu_id": b["gpu_id"], "provider": b["provider"], "InstanceType": b["InstanceType"],
         "per_gpu": b["Price"] / b["AcceleratorCount"] * (rates[currency] / b["currency"].map(rates).to_numpy()),
-        "market": [market_of(r, c) for r, c in zip(b["Region"].fillna(""), b["currency"], strict=True)],
-        "kind": _kinds(b), "source": b["source"], "as_of": b["as_of"].astype(str)})
+        "market": _markets(b), "kind": _kinds(b), "source": b["source"], "as_of": b["as_of"].astype(str)})
     frames = [bundled]
     seen = price_store.latest()
     if len(seen):
@@ -121,10 +131,7 @@ def cloud_offers(catalog: Catalog, currency: str) -> pd.DataFrame:
             "per_gpu": od["price_per_gpu_hour"] * (rates[currency] / od["currency"].map(rates).to_numpy()),
             "market": od["market"], "kind": od["provider_kind"], "source": od["source"],
             "as_of": od["observed_at"].str[:10]}))
-    o = pd.concat(frames, ignore_index=True).dropna(subset=["per_gpu"])
-    market = market_for(catalog.market, currency)
-    return o.assign(in_market=[in_market(m, market.region) for m in o["market"]],
-                    kind_ok=o["kind"].isin(market.kinds))
+    return _admit(pd.concat(frames, ignore_index=True).dropna(subset=["per_gpu"]), catalog, currency)
 
 
 def price_history(catalog: Catalog, gpu_id: str, currency: str) -> pd.DataFrame:
@@ -143,9 +150,7 @@ def price_history(catalog: Catalog, gpu_id: str, currency: str) -> pd.DataFrame:
             "seen": rows["as_of"].astype(str), "origin": "snapshot", "provider": rows["provider"],
             "InstanceType": rows["InstanceType"], "region": rows["Region"].fillna("").astype(str), "spot": spot,
             "per_gpu": rows[col] / rows["AcceleratorCount"] * (rates[currency] / rows["currency"].map(rates).to_numpy()),
-            "market": [market_of(r, c) for r, c in zip(rows["Region"].fillna(""), rows["currency"], strict=True)],
-            "kind": _kinds(rows),
-            "source": rows["source"]}))
+            "market": _markets(rows), "kind": _kinds(rows), "source": rows["source"]}))
     seen = price_store.history(gpu_id)
     if len(seen):
         frames.append(pd.DataFrame({
@@ -156,10 +161,7 @@ def price_history(catalog: Catalog, gpu_id: str, currency: str) -> pd.DataFrame:
     h = pd.concat([f for f in frames if len(f)], ignore_index=True) if any(len(f) for f in frames) else \
         pd.DataFrame(columns=["seen", "origin", "provider", "InstanceType", "region", "spot", "per_gpu", "market",
                               "kind", "source"])
-    market = market_for(catalog.market, currency)
-    h["in_market"] = [in_market(m, market.region) for m in h["market"]]
-    h["kind_ok"] = h["kind"].isin(market.kinds)
-    return h.sort_values(["seen", "per_gpu"], kind="stable").reset_index(drop=True)
+    return _admit(h, catalog, currency).sort_values(["seen", "per_gpu"], kind="stable").reset_index(drop=True)
 
 
 def price_summary(catalog: Catalog, currency: str) -> pd.DataFrame:
