@@ -124,7 +124,7 @@ def gpuhunt(providers: Iterable[str], catalog: Catalog, observed_at: str) -> Ite
 
 def update(catalog: Catalog, *, use_gpuhunt: bool = True, gpuhunt_only: Iterable[str] | None = None,
            skypilot_base: str | None = SKYPILOT_URL, clouds: Iterable[str] = SKYPILOT_CLOUDS,
-           store: Path | None = None, progress: Callable[[ProviderResult], None] | None = None) -> dict:
+           store: Path | None = None, progress: Callable[[ProviderResult, int, int], None] | None = None) -> dict:
     """Pull every source, record what was seen; returns the per-provider results and what changed in
     each card's cheapest on-demand price per market."""
     from gpucost import price_store
@@ -133,16 +133,25 @@ def update(catalog: Catalog, *, use_gpuhunt: bool = True, gpuhunt_only: Iterable
     now = _now()
     results, offers = [], []
     sources = []
-    if use_gpuhunt:
-        sources.append(gpuhunt(list(gpuhunt_only or gpuhunt_providers()), catalog, now))
-    if skypilot_base:
-        sources.append(skypilot(skypilot_base, clouds, catalog, now))
+    hunt = list(gpuhunt_only or gpuhunt_providers()) if use_gpuhunt else []
+    clouds = list(clouds) if skypilot_base else []
+    # a local folder holds some providers only: those are the ones there are to read
+    local_hunt = os.environ.get("GPUHUNT_CATALOG_DIR")
+    if local_hunt:
+        hunt = [p for p in hunt if (Path(local_hunt) / f"{p}.csv").is_file()]
+    if skypilot_base and not skypilot_base.startswith(("http://", "https://")):
+        clouds = [c for c in clouds if (Path(skypilot_base) / c / "vms.csv").is_file()]
+    if hunt:
+        sources.append(gpuhunt(hunt, catalog, now))
+    if clouds:
+        sources.append(skypilot(skypilot_base or "", clouds, catalog, now))
+    total = len(hunt) + len(clouds)
     for src in sources:
         for res, got in src:
             results.append(res)
             offers += got
             if progress:
-                progress(res)
+                progress(res, len(results), total)
     added = price_store.record(offers, store) if offers else 0
     after = price_store.latest(store)
     return {"observed_at": now, "providers": [r.to_dict() for r in results], "offers_seen": len(offers),

@@ -125,6 +125,12 @@ def test_skypilot_folder_update_and_offline_in_one_line(tmp_path):
     res = json.loads(up.stdout)
     assert {p["provider"] for p in res["providers"]} == {"vast", "runpod", "lambda", "primeintellect"}
     assert res["observations_added"] == res["offers_seen"] > 0
+    # without --json: a line per provider as it arrives, with how far the update is, then what changed
+    text = run_cli("prices", "update", "--no-gpuhunt", "--skypilot", str(SKY),
+                   env={"GPUCOST_PRICE_STORE": str(tmp_path / "text.sqlite3")})
+    lines = text.stderr.splitlines()
+    assert [ln[:7] for ln in lines] == ["[ 1/4] ", "[ 2/4] ", "[ 3/4] ", "[ 4/4] "] and "vast" in text.stderr
+    assert text.stdout.startswith(f"{res['offers_seen']} offers seen")
     off = run_cli("prices", "update", "--skypilot", "http://127.0.0.1:9",
                   env={**env, "GPUHUNT_CATALOG_URL": "http://127.0.0.1:9", "GPUHUNT_CATALOG_DIR": ""}, timeout=120)
     assert off.returncode == 0 and off.stdout.count("\n") == 1 and off.stdout.startswith("offline")

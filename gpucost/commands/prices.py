@@ -40,12 +40,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     s.add_argument("--json", action="store_true", help="print JSON")
 
 
-def _progress(res) -> None:
-    """One line per provider as it arrives (failures are listed after, unless every source failed)."""
+def _progress(res, done: int, total: int) -> None:
+    """One line per provider as it arrives, with how far the update is (failures are listed after, unless
+    every source failed)."""
     if not res.error:
         unmapped = f", unmapped: {', '.join(sorted(res.unmapped))}" if res.unmapped else ""
-        sys.stderr.write(f"{res.source:8} {res.provider:16} {res.offers} offers, {res.mapped} mapped to "
-                         f"catalog GPUs{unmapped}\n")
+        sys.stderr.write(f"[{done:>2}/{total}] {res.source:8} {res.provider:16} {res.offers} offers, {res.mapped} "
+                         f"mapped to catalog GPUs{unmapped}\n")
 
 
 def run(args: argparse.Namespace):
@@ -84,7 +85,11 @@ def run(args: argparse.Namespace):
     market = market_for(cat.market, cur)
     return {"gpu": gid, "currency": cur, "market": market.region, "marketplaces": market.marketplaces,
             "offer_market": row["cloud_market"], "cheapest": row["cloud_hourly"],
-            "median": row["cloud_median"], "offers_in_market": int((mine["in_market"] & mine["kind_ok"]).sum()),
+            # the offers the cheapest and the median are taken over (the market's, dated within a year of the
+            # newest); none when the card is priced outside the market
+            "median": row["cloud_median"],
+            "offers_in_market": 0 if str(row["cloud_market"]).startswith("outside") or row["cloud_offers"] != row[
+                "cloud_offers"] else int(row["cloud_offers"]),
             "cheapest_offer": row["cloud_offer"], "as_of": row["cloud_as_of"],
             "offers": mine[["provider", "kind", "InstanceType", "per_gpu", "market", "in_market", "kind_ok", "as_of"]]
             .to_dict(orient="records")}
