@@ -58,39 +58,51 @@ MARKET_CHOICES = (AUTO, *USER_MARKETS)
 
 @dataclass(frozen=True)
 class Market:
-    """Where a user can rent: a region market (``auto`` follows the display currency) and whether
-    marketplaces (Vast, RunPod community, …: hosts renting out their own machines) count. The region is
-    a preference — a card with no offer there is priced anywhere, named "outside" —, the provider kinds a
-    rule: an offer of a kind left out is never used."""
+    """Where a user can rent: a region market (``auto`` follows the display currency) and the kinds of
+    provider they rent from (hyperscalers, neoclouds, marketplaces — hosts renting out their own machines,
+    such as Vast or RunPod's community cloud). The region is a preference — a card with no offer there is
+    priced where the user can rent, named "outside" —, the provider kinds a rule: an offer of a kind left
+    out is never used."""
 
     region: str = AUTO
-    marketplaces: bool = True
+    kinds: tuple[str, ...] = PROVIDER_KINDS
 
     def __post_init__(self) -> None:
-        if self.region not in MARKET_CHOICES:
-            from gpucost.errors import UnknownNameError
+        from gpucost.errors import GpucostError, UnknownNameError
 
+        if self.region not in MARKET_CHOICES:
             raise UnknownNameError("market", self.region, MARKET_CHOICES)
+        for k in self.kinds:
+            if k not in PROVIDER_KINDS:
+                raise UnknownNameError("provider kind", k, PROVIDER_KINDS)
+        if not self.kinds:
+            raise GpucostError(f"choose at least one kind of provider ({', '.join(PROVIDER_KINDS)})")
+        object.__setattr__(self, "kinds", tuple(k for k in PROVIDER_KINDS if k in self.kinds))
 
     def resolved(self, currency: str) -> Market:
         """This choice with ``auto`` replaced by the currency's market."""
-        return self if self.region != AUTO else Market(default_market(currency), self.marketplaces)
+        return self if self.region != AUTO else Market(default_market(currency), self.kinds)
 
     @property
-    def kinds(self) -> tuple[str, ...]:
-        return PROVIDER_KINDS if self.marketplaces else PROVIDER_KINDS[:2]
+    def marketplaces(self) -> bool:
+        return "marketplace" in self.kinds
 
     @property
     def key(self) -> str:
-        """``us``, ``us-no-marketplaces``, … (what the pages keep in the URL); :meth:`from_key` reads it."""
-        return self.region + ("" if self.marketplaces else _NO_MARKETPLACES)
+        """``us``, ``us:hyperscaler+neocloud``, … (what the pages keep in the URL); :meth:`from_key` reads it."""
+        return self.region + ("" if self.kinds == PROVIDER_KINDS else ":" + "+".join(self.kinds))
 
     @classmethod
     def from_key(cls, text: str) -> Market | None:
-        """The market a :attr:`key` names; None for anything else."""
+        """The market a :attr:`key` names (also the older ``us-no-marketplaces``); None for anything else."""
         text = str(text or "").strip().lower()
-        region = text.removesuffix(_NO_MARKETPLACES)
-        return cls(region, region == text) if region in MARKET_CHOICES else None
+        if text.endswith(_NO_MARKETPLACES):
+            text = text.removesuffix(_NO_MARKETPLACES) + ":hyperscaler+neocloud"
+        region, _, kinds = text.partition(":")
+        names = tuple(k for k in kinds.split("+") if k) if kinds else PROVIDER_KINDS
+        if region not in MARKET_CHOICES or not names or any(k not in PROVIDER_KINDS for k in names):
+            return None
+        return cls(region, names)
 
 
 _NO_MARKETPLACES = "-no-marketplaces"

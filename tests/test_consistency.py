@@ -239,14 +239,14 @@ def test_a_rented_h100_hour_in_a_chosen_market_is_one_price_everywhere(cat):
     from gpucost.offers import Market
     from gpucost.ui.card_choice import CardChoicePage
 
-    eu = cat.with_market(Market("eu", marketplaces=False))
+    eu = cat.with_market(Market("eu", ("hyperscaler", "neocloud")))
     hc = economics.card_hourly_cost(eu, "h100-sxm", "USD", "cloud")
     flags = ("--market", "eu", "--no-marketplaces")
     gpus = {g["id"]: g for g in cli("gpus", *flags)}
     shown = cli("prices", "show", "--gpu", "h100-sxm", *flags)
     plan_cli = cli("plan", "train", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", *flags)
     page = CardChoicePage(price_basis="cloud", min_vram_gib=80, sort_by="price")
-    page.market_dd.value, page.market_mp.value = "eu", False
+    page.market_dd.value, page.market_kinds["marketplace"].value = "eu", False
     same(hc.per_hour, gpus["h100-sxm"]["cloud_hourly"], shown["cheapest"], plan_cli["price_per_gpu_hour"],
          _rank_price(page.results_record(), "h100-sxm"))
     assert gpus["h100-sxm"]["cloud_market"] in ("eu", "global") and shown["market"] == "eu"

@@ -175,8 +175,9 @@ def test_each_market_prices_a_card_with_its_own_offers(cat):
                       ("tencent", "cn-mainland", "CNY", 0.50, "hyperscaler", "2020-07-15")])  # a 2020 list price
     c = cat.with_table("cloud_offers", offers)
 
-    def row(region: str, marketplaces: bool = True, currency: str = "USD"):
-        return price_index(c.with_market(Market(region, marketplaces)), currency).loc["l4"]
+    def row(region: str, marketplaces: bool = True, currency: str = "USD", kinds: tuple[str, ...] = ()):
+        kinds = kinds or (("hyperscaler", "neocloud", "marketplace") if marketplaces else ("hyperscaler", "neocloud"))
+        return price_index(c.with_market(Market(region, kinds)), currency).loc["l4"]
 
     assert row("us")["cloud_hourly"] == pytest.approx(0.30) and row("us")["cloud_offer"].startswith("vast")
     us = row("us", marketplaces=False)
@@ -190,9 +191,24 @@ def test_each_market_prices_a_card_with_its_own_offers(cat):
     assert cny["cloud_offers"] == 1                      # the 2020 price is not today's, with a 2026 offer
     assert row("auto", currency="CNY")["cloud_hourly"] == pytest.approx(1.00)        # CNY → China
     assert row("auto", marketplaces=False)["cloud_hourly"] == pytest.approx(0.60)     # USD → global
+    hyper = row("us", kinds=("hyperscaler",))                 # a hyperscaler-only procurement rule
+    assert hyper["cloud_hourly"] == pytest.approx(0.80) and hyper["cloud_offer"].startswith("aws")
     # the engines read the same number through the one price lookup
-    eu = c.with_market(Market("eu", False))
+    eu = c.with_market(Market("eu", ("hyperscaler", "neocloud")))
     assert card_price(eu, "l4", "USD", "cloud")[0] == pytest.approx(0.70)
+
+
+def test_provider_kinds_on_the_command_line():
+    """A hyperscaler-only buyer: `prices show --provider-kinds hyperscaler` prices an L4 from a hyperscaler
+    (the bundled snapshot's cheapest AWS/GCP/Azure/OCI L4 in the US); a misspelt kind is one line naming the
+    closest, exit 2."""
+    from gpucost.markets import HYPERSCALERS
+
+    p = run_cli("prices", "show", "--gpu", "l4", "--market", "us", "--provider-kinds", "hyperscaler", "--json")
+    r = json.loads(p.stdout)
+    assert r["provider_kinds"] == ["hyperscaler"] and r["cheapest_offer"].split()[0] in HYPERSCALERS
+    bad = run_cli("prices", "show", "--gpu", "l4", "--provider-kinds", "hyperscalr")
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "closest: hyperscaler" in bad.stderr
 
 
 def test_the_market_is_a_page_setting_kept_in_links_and_records(cat):
@@ -212,10 +228,21 @@ def test_the_market_is_a_page_setting_kept_in_links_and_records(cat):
     # the price history of the best card: both offers on record, one in the user's market
     assert rec["history"] == {"gpu": "l4", "points": 2, "in_market": 1, "newest": "2026-11-30"}
     assert len(page.history_fig.data) == 2 and "2 prices on record, 1 of them in your market" in page.history_note.value
-    page.market_mp.value = False
-    assert page.state.market == "eu-no-marketplaces" and page.prefs.market == "eu-no-marketplaces"
+    page.market_kinds["marketplace"].value = False
+    key = "eu:hyperscaler+neocloud"
+    assert page.state.market == key and page.prefs.market == key and f"market={key}".replace(":", "%3A").replace(
+        "+", "%2B") in page.page_link("tco")
+    # no kind of provider left: a message next to the boxes, the results marked out of date, the last prices
+    page.market_kinds["hyperscaler"].value = page.market_kinds["neocloud"].value = False
+    rec = page.results_record()
+    assert rec["stale"] and "market" in rec["invalid"] and "at least one kind" in page.market_msg.value
+    assert rec["market"] == "eu:neocloud"          # the last market with a kind in it
+    page.market_kinds["neocloud"].value = True
+    assert not page.results_record()["stale"] and page.market_msg.value == ""
+    page.apply_url_params({"market": "us-no-marketplaces"})          # the older link form still opens
+    assert page.state.market == "us:hyperscaler+neocloud"
     page.apply_url_params({"market": "us"})
-    assert page.market_dd.value == "us" and page.market_mp.value
+    assert page.market_dd.value == "us" and all(b.value for b in page.market_kinds.values())
     assert next(c for c in page.results_record()["cards"] if c["id"] == "l4")[
         "price"] == pytest.approx(0.60)
     page.apply_url_params({"market": "moon"})                     # ignored, like any invalid URL value

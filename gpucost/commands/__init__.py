@@ -78,20 +78,47 @@ def add_spec(p: argparse.ArgumentParser, flag: str, name: str, *, help: str | No
 
 
 def add_market(p: argparse.ArgumentParser) -> None:
-    """``--market`` and ``--no-marketplaces``: where the user rents (every cloud price is chosen there)."""
-    from gpucost.markets import MARKET_CHOICES
+    """``--market``, ``--provider-kinds`` and ``--no-marketplaces``: where the user rents, and from whom
+    (every cloud price is chosen there)."""
+    from gpucost.markets import MARKET_CHOICES, PROVIDER_KINDS
 
     p.add_argument("--market", default="auto", choices=MARKET_CHOICES,
                    help="where you rent: cloud prices are chosen among this region's offers (a card with none "
                         "is priced anywhere, marked 'outside'); auto = China for CNY, else global (outside "
                         "mainland China) (default auto)")
+    p.add_argument("--provider-kinds", default=",".join(PROVIDER_KINDS), metavar="K[,K]",
+                   type=_kinds_type(PROVIDER_KINDS),
+                   help=f"the kinds of provider you rent from, comma-separated ({', '.join(PROVIDER_KINDS)}; "
+                        "default all)")
     p.add_argument("--no-marketplaces", dest="marketplaces", action="store_false",
                    help="leave out marketplaces (Vast, RunPod community, …: hosts renting out their machines)")
+
+
+def _kinds_type(allowed: tuple[str, ...]):
+    def parse(text: str) -> tuple[str, ...]:
+        from gpucost.errors import closest
+
+        kinds = tuple(k.strip().lower() for k in str(text).split(",") if k.strip())
+        bad = [k for k in kinds if k not in allowed]
+        if bad or not kinds:
+            near = closest(bad[0], allowed) if bad else []
+            raise argparse.ArgumentTypeError(
+                f"'{text}': choose from {', '.join(allowed)}" + (f" (closest: {', '.join(near)})" if near else ""))
+        return kinds
+
+    parse.__name__ = "provider kinds"
+    return parse
 
 
 def catalog_for(args: argparse.Namespace):
     """The bundled catalog (or ``GPUCOST_DATA_DIR``'s) with the market ``args`` name (:func:`add_market`)."""
     from gpucost.catalog import Catalog
-    from gpucost.markets import Market
+    from gpucost.errors import GpucostError
+    from gpucost.markets import PROVIDER_KINDS, Market
 
-    return Catalog().with_market(Market(getattr(args, "market", "auto"), getattr(args, "marketplaces", True)))
+    kinds = tuple(getattr(args, "provider_kinds", PROVIDER_KINDS))
+    if not getattr(args, "marketplaces", True):
+        kinds = tuple(k for k in kinds if k != "marketplace")
+        if not kinds:
+            raise GpucostError("--no-marketplaces leaves no kind of provider in --provider-kinds")
+    return Catalog().with_market(Market(getattr(args, "market", "auto"), kinds))

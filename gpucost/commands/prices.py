@@ -83,7 +83,7 @@ def run(args: argparse.Namespace):
     from gpucost.offers import market_for
 
     market = market_for(cat.market, cur)
-    return {"gpu": gid, "currency": cur, "market": market.region, "marketplaces": market.marketplaces,
+    return {"gpu": gid, "currency": cur, "market": market.region, "provider_kinds": list(market.kinds),
             "offer_market": row["cloud_market"], "cheapest": row["cloud_hourly"],
             # the offers the cheapest and the median are taken over (the market's, dated within a year of the
             # newest); none when the card is priced outside the market
@@ -112,7 +112,10 @@ def render_text(r) -> str:
                          for o in r["observations"])
     if r["cheapest"] is None or r["cheapest"] != r["cheapest"]:
         return f"no cloud offer for {r['gpu']}"
-    where = f"the {r['market']} market" + ("" if r["marketplaces"] else " without marketplaces")
+    from gpucost.markets import PROVIDER_KINDS
+
+    kinds = r["provider_kinds"]
+    where = f"the {r['market']} market" + ("" if len(kinds) == len(PROVIDER_KINDS) else f" ({', '.join(kinds)} only)")
     if not r["offers_in_market"]:
         return (f"{r['gpu']}: no offer in {where}; the cheapest elsewhere is {r['cheapest']:.3f} "
                 f"{r['currency']}/GPU-h ({r['cheapest_offer']}, {r['as_of']}, region {r['offer_market']})")

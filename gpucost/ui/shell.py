@@ -25,7 +25,7 @@ from IPython.display import display
 from gpucost.catalog import Catalog
 from gpucost.errors import GpucostError, SpecError
 from gpucost.i18n import DEFAULT_CURRENCY, LANGUAGES, t
-from gpucost.markets import MARKET_CHOICES, Market, market_for
+from gpucost.markets import MARKET_CHOICES, PROVIDER_KINDS, Market, market_for
 from gpucost.specs import Spec
 from gpucost.ui import budget
 from gpucost.ui.chart import Chart, PlotlyLibrary
@@ -408,12 +408,17 @@ class Page:
         # where the visitor rents (every cloud price of the page is chosen there)
         self.market_dd = w.Dropdown(options=list(MARKET_CHOICES), value="auto", layout=w.Layout(width="95%"))
         self.market_dd.add_class("gc-market")
-        self.market_mp = w.Checkbox(value=True, indent=False, layout=w.Layout(width="95%"))
-        self.market_mp.add_class("gc-marketplaces")
-        self.label(self.market_mp, "market_marketplaces")
-        for widget in (self.market_dd, self.market_mp):
-            widget.observe(lambda _: setattr(self.state, "market",
-                                             Market(self.market_dd.value, self.market_mp.value).key), names="value")
+        # … and from which kinds of provider (at least one)
+        self.market_kinds = {k: w.Checkbox(value=True, indent=False, layout=w.Layout(width="95%"))
+                             for k in PROVIDER_KINDS}
+        for k, box in self.market_kinds.items():
+            box.add_class(f"gc-kind-{k}")
+            self.label(box, f"market_kind_{k}")
+        self.market_msg = w.HTML()
+        self.market_msg.add_class("gc-field-msg")
+        self._market_problem: str | None = None
+        for widget in (self.market_dd, *self.market_kinds.values()):
+            widget.observe(self._market_widgets_changed, names="value")
         self.state.observe(self._on_market, names="market")
         self.upload = w.FileUpload(accept=".csv", multiple=False)
         self.upload.add_class("gc-upload")
@@ -431,14 +436,41 @@ class Page:
         """Widgets every page puts under its own inputs (upload and as-of line)."""
         if not self.uses_prices:
             return []
-        return [self.field("market_label", self.market_dd, "market_help"), self.market_mp,
+        kinds = w.VBox([self.label(w.HTML(), "market_kinds_label", "value"), *self.market_kinds.values(),
+                        self.market_msg], layout=w.Layout(width="100%", margin="0 0 0.4em 0"))
+        kinds.add_class("gc-market-kinds")
+        return [self.field("market_label", self.market_dd, "market_help"), kinds,
                 self.label(w.HTML(), "upload_prices", "value"), self.upload,
                 self.help_line("upload_help"), self.upload_msg, self.asof]
+
+    def _market_widgets_changed(self, _change=None) -> None:
+        """The region or a provider kind changed: the new market, or — no kind left — a message next to the
+        boxes and the results marked out of date (the prices stay those of the last market)."""
+        if getattr(self, "_market_sync", False):
+            return   # the widgets being set to the state's market (below): not the visitor's change
+        kinds = tuple(k for k, box in self.market_kinds.items() if box.value)
+        if not kinds:
+            self._market_problem = self.t("market_kinds_none")
+            self.market_msg.value = f'<span class="gc-msg-error">{html.escape(self._market_problem)}</span>'
+            self.safe_refresh()
+            return
+        self._market_problem, self.market_msg.value = None, ""
+        key = Market(self.market_dd.value, kinds).key
+        if key == self.state.market:
+            self.safe_refresh()   # the kinds came back as they were: current again
+        self.state.market = key
 
     def _on_market(self, change) -> None:
         market = Market.from_key(change["new"]) or Market()
         with self.refresh_once():
-            self.market_dd.value, self.market_mp.value = market.region, market.marketplaces
+            self._market_sync = True
+            try:
+                self.market_dd.value = market.region
+                for k, box in self.market_kinds.items():
+                    box.value = k in market.kinds
+            finally:
+                self._market_sync = False
+            self._market_problem, self.market_msg.value = None, ""
             self.catalog = self.catalog.with_market(market)
             self._show_asof()
             self.safe_refresh()
@@ -619,6 +651,8 @@ class Page:
         if self.refresh_pending():
             return
         self.invalid = {}
+        if getattr(self, "_market_problem", None):
+            self.invalid["market"] = self._market_problem
         try:
             with self.compute_budget():
                 self.refresh()
@@ -672,6 +706,8 @@ class Page:
 
     def field_label(self, name: str) -> str:
         """The label a field shows (its name when it has none)."""
+        if name == "market":
+            return self.t("market_kinds_label")
         f = self.fields.get(name)
         head = f.box.children[0] if f is not None and f.box.children else None
         return html.unescape(head.value) if isinstance(head, w.HTML) and head.value else name
