@@ -237,6 +237,9 @@ def test_the_market_is_a_page_setting_kept_in_links_and_records(cat):
     rec = page.results_record()
     assert rec["stale"] and "market" in rec["invalid"] and "at least one kind" in page.market_msg.value
     assert rec["market"] == "eu:neocloud"          # the last market with a kind in it
+    page.lang_toggle.value = "zh"                   # the message follows the language; the choice stays
+    assert "请至少选择一类服务商" in page.market_msg.value and page.market_dd.value == "eu"
+    page.lang_toggle.value = "en"
     page.market_kinds["neocloud"].value = True
     assert not page.results_record()["stale"] and page.market_msg.value == ""
     page.apply_url_params({"market": "us-no-marketplaces"})          # the older link form still opens

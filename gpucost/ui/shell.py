@@ -219,7 +219,7 @@ class AppState(traitlets.HasTraits):
 
     lang = traitlets.Unicode("en")
     currency = traitlets.Unicode("USD")
-    market = traitlets.Unicode("auto")   # where the visitor rents: a gpucost.offers.Market key
+    market = traitlets.Unicode("auto")   # where the visitor rents: a gpucost.markets.Market key
 
 
 class Page:
@@ -502,7 +502,15 @@ class Page:
         for widget, attr, key in self._labels:
             text = t(key, lang)
             setattr(widget, attr, gloss(text, lang) if attr == "value" and isinstance(widget, w.HTML) else text)
-        self.market_dd.options = [(t(f"market_{m}", lang), m) for m in MARKET_CHOICES]
+        keep, self._market_sync = self.market_dd.value, True   # new labels, the same choice: no new market
+        try:
+            self.market_dd.options = [(t(f"market_{m}", lang), m) for m in MARKET_CHOICES]
+            self.market_dd.value = keep
+        finally:
+            self._market_sync = False
+        if self._market_problem:
+            self._market_problem = self.t("market_kinds_none")
+            self.market_msg.value = f'<span class="gc-msg-error">{html.escape(self._market_problem)}</span>'
         self.relabel()
         self._show_asof()
 
