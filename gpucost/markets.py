@@ -84,10 +84,6 @@ class Market:
         return self if self.region != AUTO else Market(default_market(currency), self.kinds)
 
     @property
-    def marketplaces(self) -> bool:
-        return "marketplace" in self.kinds
-
-    @property
     def key(self) -> str:
         """``us``, ``us:hyperscaler+neocloud``, … (what the pages keep in the URL); :meth:`from_key` reads it."""
         return self.region + ("" if self.kinds == PROVIDER_KINDS else ":" + "+".join(self.kinds))

@@ -474,6 +474,14 @@ def _training_bytes(a: dict, N, s: Setup, trainable, fmt_quantized: bool) -> dic
 # Checks and the scalar estimate
 # --------------------------------------------------------------------------------------------------
 
+def applicable_inputs(spec: ModelSpec, mode: str, engine: str) -> tuple[bool, bool]:
+    """(images apply, experts in host RAM apply) for a model, mode and engine — the inputs :func:`check_setup`
+    accepts only there: images for a vision-language model, ``--cpu-moe`` for a MoE model under llama.cpp,
+    both for inference."""
+    inference = mode == "inference"
+    return inference and bool(spec.image_tokens), inference and spec.is_moe and engine == "llama.cpp"
+
+
 def check_setup(spec: ModelSpec, fmt: QuantFormat, s: Setup) -> Setup:
     """Validate a setup; raise GpucostError with one line. Returns the setup with defaults resolved.
     A context beyond the model's trained one is allowed (RoPE scaling) and reported as a note."""

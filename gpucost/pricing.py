@@ -16,6 +16,7 @@ tables, currency and store state.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import date, timedelta
 
 import pandas as pd
 
@@ -27,6 +28,9 @@ from gpucost.markets import in_market, market_for, market_of, provider_kind
 PRICE_BASES = ("new", "used", "cloud")
 #: a street price is the median of a card's quotes dated within this many days of its newest quote
 PRICE_WINDOW_DAYS = 365
+#: the pages warn about cloud offers older than this many days, and street prices older than a year
+CLOUD_STALE_DAYS = 90
+STREET_STALE_DAYS = 365
 #: price basis → the price_summary column holding it
 BASIS_COLUMN = {"new": "price_new", "used": "price_used", "cloud": "cloud_hourly"}
 
@@ -162,6 +166,28 @@ def price_history(catalog: Catalog, gpu_id: str, currency: str) -> pd.DataFrame:
         pd.DataFrame(columns=["seen", "origin", "provider", "InstanceType", "region", "spot", "per_gpu", "market",
                               "kind", "source"])
     return _admit(h, catalog, currency).sort_values(["seen", "per_gpu"], kind="stable").reset_index(drop=True)
+
+
+def history_summary(h: pd.DataFrame, today: date | None = None) -> dict:
+    """What a :func:`price_history` says in one line: prices on record, how many the user's market admits,
+    the newest of those (ISO date, None when none) and its age in days."""
+    mine = h[h["in_market"] & h["kind_ok"]]
+    newest = str(mine["seen"].max())[:10] if len(mine) else ""
+    age = ((today or date.today()) - date.fromisoformat(newest)).days if newest else None
+    return {"points": len(h), "in_market": len(mine), "newest": newest or None, "age_days": age}
+
+
+def market_summary(catalog: Catalog, currency: str, today: date | None = None) -> dict:
+    """The user's market as the pages state it: its region, the offers it admits, the newest offer's date,
+    how many are older than :data:`CLOUD_STALE_DAYS`, and how many cards are priced outside it."""
+    market = market_for(catalog.market, currency)
+    o = cloud_offers(catalog, currency)
+    mine = o[o["in_market"] & o["kind_ok"]]
+    dates = pd.to_datetime(mine["as_of"], errors="coerce")
+    cutoff = pd.Timestamp((today or date.today()) - timedelta(days=CLOUD_STALE_DAYS))
+    outside = price_index(catalog, currency)["cloud_market"].astype(str).str.startswith("outside")
+    return {"region": market.region, "offers": len(mine), "newest": str(dates.max().date()) if len(mine) else None,
+            "stale": int((dates < cutoff).sum()), "cards_outside": int(outside.sum())}
 
 
 def price_summary(catalog: Catalog, currency: str) -> pd.DataFrame:

@@ -87,27 +87,28 @@ def add_market(p: argparse.ArgumentParser) -> None:
                         "is priced anywhere, marked 'outside'); auto = China for CNY, else global (outside "
                         "mainland China) (default auto)")
     p.add_argument("--provider-kinds", default=",".join(PROVIDER_KINDS), metavar="K[,K]",
-                   type=_kinds_type(PROVIDER_KINDS),
+                   type=_provider_kinds,
                    help=f"the kinds of provider you rent from, comma-separated ({', '.join(PROVIDER_KINDS)}; "
                         "default all)")
     p.add_argument("--no-marketplaces", dest="marketplaces", action="store_false",
                    help="leave out marketplaces (Vast, RunPod community, …: hosts renting out their machines)")
 
 
-def _kinds_type(allowed: tuple[str, ...]):
-    def parse(text: str) -> tuple[str, ...]:
-        from gpucost.errors import closest
+def _provider_kinds(text: str) -> tuple[str, ...]:
+    """``--provider-kinds``: the names :class:`gpucost.markets.Market` accepts (its check, said as argparse's
+    one line)."""
+    from gpucost.errors import GpucostError
+    from gpucost.markets import Market
 
-        kinds = tuple(k.strip().lower() for k in str(text).split(",") if k.strip())
-        bad = [k for k in kinds if k not in allowed]
-        if bad or not kinds:
-            near = closest(bad[0], allowed) if bad else []
-            raise argparse.ArgumentTypeError(
-                f"'{text}': choose from {', '.join(allowed)}" + (f" (closest: {', '.join(near)})" if near else ""))
-        return kinds
+    kinds = tuple(k.strip().lower() for k in str(text).split(",") if k.strip())
+    try:
+        Market(kinds=kinds)
+    except GpucostError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return kinds
 
-    parse.__name__ = "provider kinds"
-    return parse
+
+_provider_kinds.__name__ = "provider kinds"
 
 
 def catalog_for(args: argparse.Namespace):

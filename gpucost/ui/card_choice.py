@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import html
-from datetime import date
 
 import ipywidgets as w
 import pandas as pd
@@ -12,7 +11,7 @@ import plotly.graph_objects as go
 from gpucost.cards import HOST_GROUPS, METRICS, PRECISION_COLUMN, Need, card_table, rank_cards
 from gpucost.fmt import fmt_amount, fmt_money
 from gpucost.i18n import localize
-from gpucost.pricing import price_history
+from gpucost.pricing import history_summary, price_history
 from gpucost.specs import SPECS
 from gpucost.ui.chart import TEMPLATE
 from gpucost.ui.shell import Page
@@ -184,12 +183,11 @@ class CardChoicePage(Page):
             return
         best = r.cards[0]
         h = price_history(self.catalog, best.id, r.need.currency)
-        mine = h[h["in_market"] & h["kind_ok"]]
-        newest = str(mine["seen"].max())[:10] if len(mine) else ""
-        age = (date.today() - date.fromisoformat(newest)).days if newest else None
-        self.history = {"gpu": best.id, "points": len(h), "in_market": len(mine), "newest": newest or None}
-        note = (self.t("cc_history_note", card=best.name, n=len(h), mine=len(mine), newest=newest, days=age)
-                if newest else self.t("cc_history_note_none", card=best.name, n=len(h)))
+        hs = history_summary(h)
+        self.history = {"gpu": best.id, "points": hs["points"], "in_market": hs["in_market"], "newest": hs["newest"]}
+        note = (self.t("cc_history_note", card=best.name, n=hs["points"], mine=hs["in_market"], newest=hs["newest"],
+                       days=hs["age_days"])
+                if hs["newest"] else self.t("cc_history_note_none", card=best.name, n=hs["points"]))
         self.history_note.value = f"<p class='gc-help'>{self.prose(note)}</p>"
         fig = go.Figure(layout=dict(
             height=320, margin=dict(l=60, r=20, t=50, b=50), template=TEMPLATE, legend=dict(orientation="h", y=-0.25),

@@ -20,6 +20,7 @@ from gpucost.memory import (
     MODES,
     TRAINING_FRAMEWORKS,
     Setup,
+    applicable_inputs,
     card_fits,
     estimate,
     max_batch,
@@ -273,10 +274,7 @@ class QuantFitPage(Page):
         return self._mkey[1]
 
     def _model_inputs(self, spec) -> tuple[bool, bool]:
-        """(images apply, experts in host RAM apply) for ``spec`` and the page's mode and engine."""
-        inference = self.mode.value == "inference"
-        return (inference and bool(spec.image_tokens),
-                inference and spec.is_moe and self.engine.value == "llama.cpp")
+        return applicable_inputs(spec, self.mode.value, self.engine.value)
 
     def _show_model_inputs(self, spec) -> None:
         imgs, moe = self._model_inputs(spec)

@@ -18,7 +18,6 @@ from datetime import date, timedelta
 from typing import Any
 
 import ipywidgets as w
-import pandas as pd
 import traitlets
 from IPython.display import display
 
@@ -26,6 +25,7 @@ from gpucost.catalog import Catalog
 from gpucost.errors import GpucostError, SpecError
 from gpucost.i18n import DEFAULT_CURRENCY, LANGUAGES, t
 from gpucost.markets import MARKET_CHOICES, PROVIDER_KINDS, Market, market_for
+from gpucost.pricing import STREET_STALE_DAYS
 from gpucost.specs import Spec
 from gpucost.ui import budget
 from gpucost.ui.chart import Chart, PlotlyLibrary
@@ -572,31 +572,25 @@ class Page:
         except GpucostError:
             return
         text = self.t("prices_as_of", date=newest, oldest=oldest)
-        if date.fromisoformat(oldest) < date.today() - timedelta(days=365):
+        if date.fromisoformat(oldest) < date.today() - timedelta(days=STREET_STALE_DAYS):
             text += f' <span class="gc-warn">{html.escape(self.t("prices_old"))}</span>'
         text += " " + self._market_text()
         self.asof.value = f'<span class="gc-asof">{text}</span>'
 
     def _market_text(self) -> str:
         """Which market the cloud prices come from, how many offers and how fresh (a warning past 90 days),
-        and how many cards are priced outside it."""
-        from gpucost.pricing import cloud_offers, price_index
+        and how many cards are priced outside it (:func:`gpucost.pricing.market_summary`)."""
+        from gpucost.pricing import market_summary
 
-        market = market_for(self.catalog.market, self.state.currency)
-        name = self.t(f"market_{market.region}")
-        offers = cloud_offers(self.catalog, self.state.currency)
-        mine = offers[offers["in_market"] & offers["kind_ok"]]
-        if not len(mine):
+        m = market_summary(self.catalog, self.state.currency)
+        name = self.t(f"market_{m['region']}")
+        if not m["offers"]:
             return html.escape(self.t("prices_market_none", market=name))
-        dates = pd.to_datetime(mine["as_of"], errors="coerce")
-        old = int((dates < pd.Timestamp(date.today() - timedelta(days=90))).sum())
-        text = html.escape(self.t("prices_market", market=name, offers=len(mine), newest=str(dates.max().date())))
-        if old:
-            text += f' <span class="gc-warn">{html.escape(self.t("prices_market_old", n=old))}</span>'
-        outside = int(price_index(self.catalog, self.state.currency)["cloud_market"].astype(str)
-                      .str.startswith("outside").sum())
-        if outside:
-            text += " " + html.escape(self.t("prices_market_outside", n=outside))
+        text = html.escape(self.t("prices_market", market=name, offers=m["offers"], newest=m["newest"]))
+        if m["stale"]:
+            text += f' <span class="gc-warn">{html.escape(self.t("prices_market_old", n=m["stale"]))}</span>'
+        if m["cards_outside"]:
+            text += " " + html.escape(self.t("prices_market_outside", n=m["cards_outside"]))
         return text
 
     def _bundled_prices(self):
