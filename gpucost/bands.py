@@ -1,6 +1,7 @@
-"""The uncertainty every memory and speed estimate carries: the p10–p90 of measured ÷ estimated over the
-validation corpus's rows of the same category and engine, each row estimated with factors refitted
-without its source document (data/error_bands.csv, written by ``tools/calibrate.py`` from
+"""The uncertainty every memory and speed estimate carries: the range of measured ÷ estimated that held 8 in
+10 measurements of documents left out (the p10–p90 of the validation corpus's rows of the same category and
+engine, widened where documents not used to make it fall outside — gpucost.validation.band_quantile), each
+row estimated with factors refitted without its source document (data/error_bands.csv, written by ``tools/calibrate.py`` from
 :mod:`gpucost.validation`). An engine with too few rows of its own gets the band of all engines.
 """
 
@@ -13,7 +14,7 @@ from gpucost.i18n import Message
 from gpucost.serialize import Record, number
 
 #: the band's name in the JSON and on the page
-BAND_LABEL = "p10-p90"
+BAND_LABEL = "8-in-10 (held-out)"
 
 
 @dataclass(frozen=True)
@@ -28,12 +29,19 @@ class Band(Record):
     rows: int
     sources: int
     median_abs_error_pct: float | None
+    low: float = 0.0     # the band: measured ÷ estimated that held 8 in 10 measurements of documents left out
+    high: float = 0.0
+    band_q: float = 0.10  # its quantiles: q and 1 − q (0.10: the p10–p90)
 
     def around(self, value: float) -> dict:
         """The band around one estimate: {"low", "high", "basis", "rows", "sources"}."""
-        return {"low": value * self.p10, "high": value * self.p90, "band": BAND_LABEL, "category": self.category,
+        return {"low": value * self.low, "high": value * self.high, "band": BAND_LABEL, "category": self.category,
                 "engine": self.engine, "rows": self.rows, "sources": self.sources,
                 "median_abs_error_pct": self.median_abs_error_pct}
+
+
+def _or(x: float | None, default: float) -> float:
+    return default if x is None else x
 
 
 def _index(table) -> dict[tuple[str, str], Band]:
@@ -42,7 +50,9 @@ def _index(table) -> dict[tuple[str, str], Band]:
         out[(str(r["category"]), str(r["engine"]))] = Band(
             category=str(r["category"]), engine=str(r["engine"]), p10=float(r["p10"]), p50=float(r["p50"]),
             p90=float(r["p90"]), rows=int(r["rows"]), sources=int(r["sources"]),
-            median_abs_error_pct=number(r.get("median_abs_error_pct")))
+            median_abs_error_pct=number(r.get("median_abs_error_pct")),
+            low=number(r.get("low")) or float(r["p10"]), high=number(r.get("high")) or float(r["p90"]),
+            band_q=_or(number(r.get("band_q")), 0.10))
     return out
 
 
@@ -68,16 +78,17 @@ def memory_band(est, catalog: Catalog | None = None) -> dict | None:
 def fit_verdict(fit, est, catalog: Catalog | None = None) -> dict:
     """Whether a card holds the setup with room to spare or only inside the error band
     (``fit``: :class:`gpucost.memory.CardFit`): spare memory [GiB] on each of ``min_gpus`` cards, the
-    need at the band's p90, and the verdict (fits | within_band | no) with its sentence."""
+    need at the band's high end (and at its p90), and the verdict (fits | within_band | no) with its sentence."""
     b = band(memory_category(est.setup.mode), est.setup.engine, catalog)
     if fit.min_gpus is None or fit.per_gpu_gib is None:
-        return {"verdict": "no", "spare_gib": None, "need_p90_gib": None, "message": ""}
+        return {"verdict": "no", "spare_gib": None, "need_p90_gib": None, "need_high_gib": None, "message": ""}
     spare = fit.usable_gib - fit.per_gpu_gib
-    high = fit.per_gpu_gib * (b.p90 if b else 1.0)
+    high = fit.per_gpu_gib * (b.high if b else 1.0)
     tight = b is not None and high > fit.usable_gib
     msg = Message("band_tight" if tight else "band_fits", spare=f"{spare:.1f}", high=f"{high:.1f}",
                   usable=f"{fit.usable_gib:.1f}", n=fit.min_gpus)
-    return {"verdict": "within_band" if tight else "fits", "spare_gib": spare, "need_p90_gib": high, "message": msg}
+    return {"verdict": "within_band" if tight else "fits", "spare_gib": spare,
+            "need_p90_gib": fit.per_gpu_gib * (b.p90 if b else 1.0), "need_high_gib": high, "message": msg}
 
 
 def speed_band(sp, catalog: Catalog | None = None) -> dict:

@@ -122,7 +122,8 @@ SCHEMAS: dict[str, dict[str, str]] = {
     # the estimators' cross-validated error on the corpus, per category and engine (tools/calibrate.py)
     "error_bands": {
         "category": "str", "engine": "str", "rows": "int+", "sources": "int0", "median_abs_error_pct": "num0?",
-        "p90_abs_error_pct": "num0?", "p10": "num+", "p50": "num+", "p90": "num+", **SOURCE_COLS,
+        "p90_abs_error_pct": "num0?", "p10": "num+", "p50": "num+", "p90": "num+", "band_q": "num0?",
+        "low": "num+?", "high": "num+?", **SOURCE_COLS,
     },
     "tco_defaults": {
         "key": "str", "variant": "str?", "region": "str?", "value": "num0", "low": "num0?",
@@ -133,12 +134,21 @@ SCHEMAS: dict[str, dict[str, str]] = {
         "memory_slices_total": "int+", "compute_slices": "int+", "compute_slices_total": "int+",
         "max_instances": "int+", "placements": "str", "media_extensions": "bool", **SOURCE_COLS,
     },
+    # what each training framework (and version) keeps on the card: gpucost.memory's training terms
+    "training_profiles": {
+        "framework": "str", "since": "date", "version": "str?", "based_on": "str?",
+        "precision": "enum:mixed|bf16|fp32", "kbit_param_bytes": "num+", "loss_bytes_per_logit": "num+",
+        "norm_saves_fp32": "bool", "gqa_expand": "bool", "quant_saves_inputs": "bool", "lora_dropout": "bool",
+        "offload_checkpoints": "bool", "optimizer_in_backward": "bool", "source": "str", "as_of": "date",
+        "retrieved_on": "date?", "notes": "str?",
+    },
 }
 
 #: optional columns a table gained after its first release (a user's file written before may lack them)
 OPTIONAL_NEW_COLUMNS: dict[str, tuple[str, ...]] = {
     "gpus": ("form_factor", "host_type", "retrieved_on"),
     "mig_profiles": ("retrieved_on",),
+    "error_bands": ("band_q", "low", "high"),
     "prices": ("retrieved_on",),
     "models": ("vision_params_b", "retrieved_on", "full_attention_interval", "linear_num_key_heads",
                "linear_num_value_heads", "linear_key_head_dim", "linear_value_head_dim", "linear_conv_kernel",

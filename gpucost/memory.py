@@ -54,7 +54,6 @@ from gpucost.memory_profiles import (  # noqa: F401 (part of this module's API)
     PRECISIONS,
     SGLANG_FRACTION_BY_TP,
     TRAINING_FRAMEWORKS,
-    TRAINING_PROFILES,
     VAE_CHANNELS,
     VAE_LIVE_TENSORS,
     ZERO3_LIVE_LAYERS,
@@ -124,6 +123,8 @@ class Setup:
     optimizer: str | None = None     # None: adamw (full, lora) / paged-adamw (qlora)
     optimizer_in_backward: bool | None = None
     image_size: int | None = None    # diffusion [pixels per side]
+    #: training: the date the framework's behaviour is taken at (data/training_profiles.csv; None: the newest)
+    framework_as_of: str | None = None
 
     @property
     def is_training(self) -> bool:
@@ -149,6 +150,13 @@ class Estimate(Record):
     weights_file_gib: float
     trainable_params: float = 0.0
     notes: tuple[str, ...] = ()
+    #: training: the peak's parts by what holds them [GiB], largest first (TRAINING_TERMS names them)
+    terms: tuple[tuple[str, float], ...] = ()
+
+    @property
+    def dominant_term(self) -> str | None:
+        """The part of a training peak that holds the most memory (None for inference)."""
+        return self.terms[0][0] if self.terms else None
 
     @property
     def total_gib(self) -> float:
@@ -166,7 +174,8 @@ class Estimate(Record):
                          "context": s.context, "batch": s.batch, "gpus": s.gpus, "zero": s.zero, "offload": s.offload,
                          "per_gpu_gib": self.per_gpu, "cpu_gib": self.cpu_gib, "nvme_gib": self.nvme_gib,
                          "weights_file_gib": self.weights_file_gib, "trainable_params": self.trainable_params,
-                         "notes": self.notes})
+                         "notes": self.notes, **({"terms_gib": dict(self.terms), "dominant_term": self.dominant_term}
+                                                 if self.terms else {})})
 
 
 @dataclass(frozen=True)
@@ -366,34 +375,93 @@ def _inference_activation_bytes(a, N_tp, ctx, batch, prompt, flash, profile: Eng
 # Training
 # --------------------------------------------------------------------------------------------------
 
-def training_activation_bytes(spec_arrays: dict, seq: float, micro_batch: float, flash: bool, checkpointing: bool,
-                              logit_bytes: float, offload_checkpoints: bool = False):
-    """Activations stored for backward for one micro-batch [bytes].
+@lru_cache(maxsize=64)
+def _profile_rows(key: tuple) -> tuple[tuple[str, TrainingProfile], ...]:
+    from gpucost.catalog import load_table
 
-    Per token per layer (16-bit values), counted the way Korthikanti et al. 2022 (arXiv 2205.05198,
-    section 4.1) count the tensors kept for backward, for a gated MLP, grouped-query attention, RMSNorm
-    and no dropout: attention — norm output 2h, Q 2·q, K and V 4·kv, attention output 2·q; MLP — norm
-    output 2h, gate, up, activation and product 8·I (4·I ungated); the two norm inputs 4h. Without
-    FlashAttention (Dao et al. 2022, arXiv 2205.14135) the softmax output adds 2·heads·seq per token.
-    With full activation checkpointing only each layer's input (2h) is kept, plus one layer's full set
-    while it is recomputed (``offload_checkpoints``: the layer inputs wait in CPU RAM instead). The loss
-    adds ``logit_bytes`` per token per vocabulary entry.
+    t = load_table("training_profiles").sort_values("since")
+    return tuple((str(r["since"]), TrainingProfile(
+        framework=str(r["framework"]), precision=str(r["precision"]), kbit_param_bytes=float(r["kbit_param_bytes"]),
+        logit_bytes=float(r["loss_bytes_per_logit"]), norm_saves_fp32=bool(r["norm_saves_fp32"]),
+        gqa_expand=bool(r["gqa_expand"]), quant_saves_inputs=bool(r["quant_saves_inputs"]),
+        lora_dropout=bool(r["lora_dropout"]), optimizer_in_backward=bool(r["optimizer_in_backward"]),
+        offload_checkpoints=bool(r["offload_checkpoints"]), version=str(r.get("version") or ""),
+        source=str(r["source"]))) for _, r in t.iterrows())
+
+
+def training_profile(framework: str, as_of: str | None = None) -> TrainingProfile:
+    """The row of data/training_profiles.csv for ``framework``: the newest one, or the newest in force on the date
+    ``as_of`` (a measurement's date, when its framework version is not stated)."""
+    from gpucost.catalog import table_path
+
+    p = table_path("training_profiles")
+    rows = [(since, prof) for since, prof in _profile_rows((str(p), p.stat().st_mtime_ns)) if prof.framework == framework]
+    if not rows:
+        raise UnknownNameError("training framework", framework, TRAINING_FRAMEWORKS)
+    dated = [prof for since, prof in rows if as_of is None or since <= as_of]
+    return dated[-1] if dated else rows[0][1]
+
+
+#: the Linear layers of a decoder block a LoRA target set adapts, by their input: (attention input (q, k, v),
+#: attention output (o), MLP input (gate, up), MLP product (down)) — how many Linears of each are adapted
+_LORA_INPUTS = {"all-linear": (3, 1, 2, 1), "attention": (3, 1, 0, 0), "qv": (2, 0, 0, 0)}
+
+
+def training_activation_bytes(spec_arrays: dict, seq: float, micro_batch: float, flash: bool, checkpointing: bool,
+                              prof: TrainingProfile, mode: str = "full", quantized=False,
+                              lora_targets: str = "all-linear") -> dict[str, np.ndarray]:
+    """What one micro-batch keeps for backward [bytes]: ``saved`` (the layers' tensors) and ``logits`` (the loss's).
+
+    Per token per layer (16-bit values unless said), the tensors autograd keeps, counted the way Korthikanti et
+    al. 2022 (arXiv 2205.05198, section 4.1) count them, for a gated MLP, grouped-query attention, RMSNorm and no
+    dropout — and split by who keeps them, since a frozen Linear keeps nothing:
+
+    * always: the two norms' inputs 4h (8h where the framework's RMSNorm keeps an fp32 copy); attention Q 2·q,
+      K and V 4·kv (4·q where they are expanded to every query head), its output 2·q; the MLP's gate, up and
+      activation outputs 6·I (an ungated MLP's first output 2·I); without FlashAttention (Dao et al. 2022, arXiv
+      2205.14135) the softmax output 2·heads·seq;
+    * the inputs of the Linears that need them for backward — every Linear in full fine-tuning, and in QLoRA
+      where the quantized Linear's autograd function keeps its input (bitsandbytes' MatMul4Bit): attention and MLP
+      inputs 4h and the MLP product 2·I; in LoRA only the adapted Linears' inputs, and with LoRA dropout each
+      adapted Linear keeps its own dropout output and mask (3 bytes per input value).
+
+    With full activation checkpointing only each layer's input is kept (2h, or the width of a residual stream
+    an fp32 cast made 4 bytes), plus one layer's full set while it is recomputed (``offload_checkpoints``: the
+    layer inputs wait in CPU RAM instead). The loss keeps ``prof.logit_bytes`` per token per vocabulary entry.
     """
     a = spec_arrays
-    h = a["h"]
+    h, ffn = a["h"], a["mlp_tok"]
     q = a["heads"] * (a["kv_vals_expanded"] / np.maximum(2 * a["kv_heads"], 1))  # heads × head_dim (approx. for MLA)
     kv = a["kv_vals"] / 2
-    mlp = np.where(a["gated"] > 0, 8, 4) * a["mlp_tok"]
-    per_layer_tok = 8 * h + 4 * q + 4 * kv + mlp
+    gated = a["gated"] > 0
+    quantized = np.asarray(quantized, dtype=bool)
+    norms = (8 if prof.norm_saves_fp32 else 4) * h
+    attn = 2 * q + 4 * (q if prof.gqa_expand else kv) + 2 * q
+    mlp = np.where(gated, 6, 2) * ffn
+    linear_inputs = 4 * h + 2 * ffn
+    if mode == "full":
+        inputs = linear_inputs
+    else:
+        n_attn, n_out, n_mlp, n_down = _LORA_INPUTS.get(lora_targets, _LORA_INPUTS["all-linear"])
+        if prof.lora_dropout:
+            adapted = 3 * (n_attn * h + n_out * q + n_mlp * h + n_down * ffn)
+            base = np.where(quantized & prof.quant_saves_inputs, linear_inputs, 0.0)
+        else:  # the adapters read the frozen Linears' own inputs: kept once each
+            adapted = 2 * ((n_attn > 0) * h + (n_mlp > 0) * h + (n_down > 0) * ffn)
+            base = np.where(quantized & prof.quant_saves_inputs, linear_inputs, adapted)
+            adapted = 0.0
+        inputs = base + adapted
+    per_layer_tok = norms + attn + mlp + inputs
     if not flash:
         per_layer_tok = per_layer_tok + 2 * a["heads"] * seq
     tokens = seq * micro_batch
     L = a["L"]
     if checkpointing:
-        stored = tokens * ((0 if offload_checkpoints else L * 2 * h) + per_layer_tok)
+        width = np.where(quantized, prof.kbit_param_bytes, ACT_BYTES) if mode == "qlora" else ACT_BYTES
+        stored = tokens * ((0 if prof.offload_checkpoints else L * width * h) + per_layer_tok)
     else:
         stored = tokens * L * per_layer_tok
-    return stored + tokens * a["vocab"] * logit_bytes
+    return {"saved": stored, "logits": tokens * a["vocab"] * prof.logit_bytes}
 
 
 def _training_bytes(a: dict, N, s: Setup, trainable, fmt_quantized: bool) -> dict[str, np.ndarray]:
@@ -405,7 +473,7 @@ def _training_bytes(a: dict, N, s: Setup, trainable, fmt_quantized: bool) -> dic
     micro-batches in flight, which offsets its 1/pp share of the layers); CPU/NVMe likewise per GPU."""
     N = np.asarray(N, dtype=float)
     mp, tp = float(s.tp * s.pp), float(s.tp)
-    prof = TRAINING_PROFILES[s.engine]
+    prof = training_profile(s.engine, s.framework_as_of)
     prec = PRECISIONS[prof.precision]
     opt_name = s.optimizer or ("paged-adamw" if s.mode == "qlora" else "adamw")
     opt = OPTIMIZERS[opt_name]
@@ -416,10 +484,15 @@ def _training_bytes(a: dict, N, s: Setup, trainable, fmt_quantized: bool) -> dic
     full = s.mode == "full"
     # weights: full FT holds its trainable copy at the precision's width; LoRA holds the frozen base in its
     # format plus the adapters (trainable) at the weight width
+    quantized = np.asarray(fmt_quantized, dtype=bool)
     if full:
         base_w = trainable * prec["weight"]
     else:
-        base_w = a["total_b"] + trainable * prec["weight"]
+        # a quantized base keeps its embeddings, output head and norms unquantized, at the width the framework's
+        # preparation leaves them (PEFT's prepare_model_for_kbit_training: fp32)
+        cast = np.where(quantized, prof.kbit_param_bytes / ACT_BYTES - 1.0, 0.0)
+        base_w = a["total_b"] + (a["embed_b"] + (1 - a["tied"]) * a["output_b"] + a["vectors_b"]) * cast \
+            + trainable * prec["weight"]
     ws = ZERO3_LIVE_LAYERS * a["layer_params"] * (prec["weight"] if full else a["total_b"] / np.maximum(a["params"], 1))
     if zero >= 3:
         shard = base_w / N + ws
@@ -454,20 +527,22 @@ def _training_bytes(a: dict, N, s: Setup, trainable, fmt_quantized: bool) -> dic
             nvme = nvme + moved
         if not opt.paged:
             opt_gpu = opt_gpu * 0.0
-    act = training_activation_bytes(a, float(s.context), float(s.batch), s.flash_attention,
-                                    s.grad_checkpointing, prof.logit_bytes,
-                                    prof.offload_checkpoints and s.grad_checkpointing)
+    kept = training_activation_bytes(a, float(s.context), float(s.batch), s.flash_attention, s.grad_checkpointing,
+                                     prof, s.mode, quantized, s.lora_targets)
     # QLoRA dequantizes one weight matrix at a time to the compute dtype
-    act = act + np.where(fmt_quantized, a["largest_block"] * ACT_BYTES, 0.0)
+    dequant = np.where(quantized, a["largest_block"] * ACT_BYTES, 0.0)
+    logits = kept["logits"]
+    act = kept["saved"] + logits + dequant
     overhead = CUDA_CONTEXT_GIB * GIB
     if mp > 1:
         weights, grads, opt_gpu, cpu, nvme = (x / mp for x in (weights, grads, opt_gpu, cpu, nvme))
-        act = act / tp
+        act, logits, dequant = act / tp, logits / tp, dequant / tp
     shape = np.broadcast(weights, grads, opt_gpu, act, N).shape
     return {"weights": np.broadcast_to(weights, shape), "kv_cache": np.zeros(shape),
             "activations": np.broadcast_to(act, shape), "gradients": np.broadcast_to(grads, shape),
             "optimizer": np.broadcast_to(opt_gpu, shape), "overhead": np.full(shape, overhead),
-            "cpu": np.broadcast_to(cpu, shape), "nvme": np.broadcast_to(nvme, shape)}
+            "cpu": np.broadcast_to(cpu, shape), "nvme": np.broadcast_to(nvme, shape),
+            "logits": np.broadcast_to(logits, shape), "dequant": np.broadcast_to(dequant, shape)}
 
 
 # --------------------------------------------------------------------------------------------------
@@ -588,6 +663,9 @@ def estimate(spec: ModelSpec, fmt: QuantFormat, setup: Setup | None = None, **kw
             notes.append(Message("mn_paged"))
         if s.offload == "nvme":
             notes.append(Message("mn_nvme_buffers"))
+        terms = training_terms(b)
+        notes.append(Message("mn_dominant", term=Message(f"term_{terms[0][0]}"), gib=f"{terms[0][1]:.1f}",
+                             share=f"{100 * terms[0][1] / max(sum(v for _, v in terms), 1e-12):.0f}"))
     else:
         prof = ENGINE_PROFILES[s.engine]
         b = _inference_bytes(a, s.gpus, s, prof)
@@ -606,7 +684,22 @@ def estimate(spec: ModelSpec, fmt: QuantFormat, setup: Setup | None = None, **kw
                       ("weights", "kv_cache", "activations", "gradients", "optimizer", "overhead")})
     return Estimate(model=spec.id, quant=fmt.id, setup=s, per_gpu=bd, cpu_gib=float(b["cpu"].reshape(-1)[0]) / GIB,
                     nvme_gib=float(b["nvme"].reshape(-1)[0]) / GIB, weights_file_gib=weights_file_gib(spec, fmt),
-                    trainable_params=float(trainable), notes=tuple(notes))
+                    trainable_params=float(trainable), notes=tuple(notes), terms=terms if s.is_training else ())
+
+
+#: the parts of a training peak, as :func:`training_terms` names them (locale keys ``term_<name>``)
+TRAINING_TERMS = ("weights", "gradients", "optimizer", "activations", "logits", "dequant", "context")
+
+
+def training_terms(b: dict) -> tuple[tuple[str, float], ...]:
+    """A training peak's parts [GiB], largest first: the weights, gradients and optimizer states on the card, the
+    activations kept for backward, the loss's logits, the dequantized weight of a quantized base and the CUDA
+    context (they add up to the per-GPU total)."""
+    first = {k: float(np.asarray(v).reshape(-1)[0]) / GIB for k, v in b.items()}
+    parts = {"weights": first["weights"], "gradients": first["gradients"], "optimizer": first["optimizer"],
+             "activations": first["activations"] - first["logits"] - first["dequant"], "logits": first["logits"],
+             "dequant": first["dequant"], "context": first["overhead"]}
+    return tuple(sorted(((k, parts[k]) for k in TRAINING_TERMS), key=lambda kv: -kv[1]))
 
 
 def _per_gpu_totals(spec: ModelSpec, fmt: QuantFormat, s: Setup, counts) -> np.ndarray:

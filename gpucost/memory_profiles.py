@@ -9,7 +9,7 @@ from gpucost.specs import ENGINES as SPEC_ENGINES
 
 MODES = ("inference", "full", "lora", "qlora")
 ENGINES = SPEC_ENGINES  # the one list (gpucost.specs); ENGINE_PROFILES below covers exactly these
-TRAINING_FRAMEWORKS = ("transformers", "torchtune", "unsloth")
+
 OFFLOADS = ("none", "cpu", "nvme")
 #: GPU counts tried for "how many cards" to serve a model (tensor parallel needs the heads to divide
 #: evenly); training counts are exact: the fewest data-parallel ranks up to DEFAULTS.max_gpus (bisection)
@@ -138,29 +138,35 @@ PRECISIONS = {
     "bf16": {"weight": 2, "grad": 2, "master": 0, "state": 2},
     "fp32": {"weight": 4, "grad": 4, "master": 0, "state": 4},
 }
-#: Training frameworks. transformers (HF Trainer, mixed precision): the loss upcasts the logits to fp32
-#: and keeps fp32 log-probabilities for backward: 2 (bf16 logits) + 4 + 4 bytes per logit.
-#: torchtune (pure bf16, CEWithChunkedOutputLoss with 8 chunks: only one chunk is upcast at a time:
-#: 2 + (4 + 4) / 8 bytes per logit; optimizer_in_bwd in the single-device full-finetune recipes frees each
-#: gradient as soon as its parameter is updated) — torchtune README and recipes/configs (2024-09).
+#: Training frameworks: what each one's run keeps on the card besides the ZeRO terms, one row per framework and
+#: version in data/training_profiles.csv (sourced there, field by field: :class:`TrainingProfile`). The frameworks
+#: built on the HF Trainer without a memory behaviour of their own read here (axolotl, LLaMA-Factory, ms-swift,
+#: DeepSpeed) carry transformers' figures and say so in their notes.
+TRAINING_FRAMEWORKS = ("transformers", "trl", "unsloth", "torchtune", "litgpt", "axolotl", "llama-factory",
+                       "ms-swift", "deepspeed")
+
+
 @dataclass(frozen=True)
 class TrainingProfile:
+    """One row of data/training_profiles.csv: how a training framework lays out a run's memory."""
+
+    framework: str
     precision: str              # a key of PRECISIONS
-    logit_bytes: float          # bytes kept per token per vocabulary entry by the loss
+    #: bytes per value of the parameters a quantized base keeps unquantized (embeddings, output head, norms) once
+    #: the framework has prepared it (PEFT's prepare_model_for_kbit_training casts them to fp32: 4); the
+    #: residual stream, and so the checkpointed layer inputs, take the same width
+    kbit_param_bytes: float
+    logit_bytes: float          # bytes per token per vocabulary entry at the loss's peak
+    norm_saves_fp32: bool       # RMSNorm upcasts its input and keeps the fp32 copy for backward
+    gqa_expand: bool            # K and V are repeated to every query head before attention (kept so)
+    quant_saves_inputs: bool    # a quantized Linear's autograd function keeps its input (bitsandbytes MatMul4Bit)
+    lora_dropout: bool          # the default LoRA dropout > 0: each adapted Linear keeps its dropout output + mask
     optimizer_in_backward: bool
     offload_checkpoints: bool = False  # checkpointed layer inputs go to CPU RAM
+    version: str = ""
+    source: str = ""
 
 
-#: Unsloth (on transformers, mixed precision): its fused cross-entropy kernel computes the loss without an
-#: fp32 copy of the logits (2 bytes per logit, the bf16 logits themselves), and its gradient checkpointing
-#: (use_gradient_checkpointing="unsloth") offloads the checkpointed layer inputs to system RAM
-#: asynchronously — https://github.com/unslothai/unsloth README ("uses 30% less VRAM") and
-#: https://unsloth.ai/blog/long-context ("offloads activations to system RAM").
-TRAINING_PROFILES = {
-    "transformers": TrainingProfile("mixed", 2 + 4 + 4, False),
-    "torchtune": TrainingProfile("bf16", 2 + (4 + 4) / 8, True),
-    "unsloth": TrainingProfile("mixed", 2, False, offload_checkpoints=True),
-}
 #: DeepSpeed reduce_bucket_size default (5e8 elements): what stays on the GPU of the gradients when they
 #: are offloaded (https://www.deepspeed.ai/docs/config-json/ "reduce_bucket_size", default 500000000)
 ZERO_REDUCE_BUCKET = 5e8

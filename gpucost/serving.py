@@ -18,7 +18,7 @@ The model (continuous batching, one replica = ``gpus`` cards with tensor paralle
   that fits memory and keeps TPOT within its target is the operating point.
 * **Cost** per 1M tokens: the fleet's hourly cost (every hour of the day; the fleet is sized for the peak)
   split between input and output by the GPU time each takes, divided by the tokens of the average load.
-* **Uncertainty**: the capacity carries the p10–p90 band of measured ÷ estimated throughput on the
+* **Uncertainty**: the capacity carries the 8-in-10 band (gpucost.bands) of measured ÷ estimated throughput on the
   published serving runs of the validation corpus (:mod:`gpucost.bands`, category ``serving_throughput``),
   else the decode band.
 """
@@ -92,7 +92,7 @@ class ServePlan(Record):
     kv_per_sequence_gib: float
     kv_pool_gib: float
     point: OperatingPoint | None
-    capacity_band: dict          # requests/s per replica at the band's p10 / p90
+    capacity_band: dict          # requests/s per replica at the band's low / high end
     replicas: int | None
     cards: int | None
     utilization: float | None    # average load ÷ what the fleet sustains
@@ -490,7 +490,7 @@ def plan_serving(spec: ModelSpec, fmt: QuantFormat, gpu: Gpu, load: Load, *, gpu
     # the band measured on serving runs (published throughput at load ÷ this engine's estimate of it), else
     # the decode band where no serving row has been judged
     dec = band("serving_throughput", engine, catalog) or band("decode_speed", engine, catalog)
-    capacity = {"low": point.requests_per_s * dec.p10, "high": point.requests_per_s * dec.p90} if dec else {}
+    capacity = {"low": point.requests_per_s * dec.low, "high": point.requests_per_s * dec.high} if dec else {}
     prefill_ms = point.ttft_ms - point.tpot_ms
     replicas = replicas_needed(load.requests_per_s * load.peak_ratio, point.requests_per_s, prefill_ms,
                                point.ttft_ms, ttft_ms, ttft_stat) or 1

@@ -235,13 +235,15 @@ def test_optimizers_bytes_per_parameter(cat):
 def test_training_activations_by_hand(cat):
     s = spec(cat, "llama-2-7b")
     bf = fmt(cat, "bf16")
-    # per token per layer: 8h + 4·q + 4·kv + 8·I = 32768 + 16384 + 16384 + 88064 = 153,600 B
-    # checkpointing keeps 2h = 8192 B per layer (32 layers) plus one full layer; logits 32000 × 10 B
+    # per token per layer (transformers: LlamaRMSNorm keeps fp32 copies of both norm inputs, 8h): 8h + attention
+    # Q, K, V, output 8·q (multi-head: no KV expansion to add) + gate, up, activation 6·I + Linear inputs 4h + 2·I
+    # = 32768 + 32768 + 66048 + 16384 + 22016 = 169,984 B; checkpointing keeps 2h = 8192 B per layer (32 layers)
+    # plus one full layer; the loss 12 B per logit (fp32 log-softmax and two fp32 gradients), 32000 logits a token
     a = estimate(s, bf, Setup(mode="full", context=2048, engine="transformers")).per_gpu.activations
-    assert a == pytest.approx(2048 * (32 * 8192 + 153_600 + 32000 * 10) / GIB)
+    assert a == pytest.approx(2048 * (32 * 8192 + 169_984 + 32000 * 12) / GIB)
     # without checkpointing every layer's set is kept
     b = estimate(s, bf, Setup(mode="full", context=2048, engine="transformers", grad_checkpointing=False))
-    assert b.per_gpu.activations == pytest.approx(2048 * (32 * 153_600 + 32000 * 10) / GIB)
+    assert b.per_gpu.activations == pytest.approx(2048 * (32 * 169_984 + 32000 * 12) / GIB)
     # eager attention keeps the softmax output: + 2 × 32 heads × 2048 B per token in the recomputed layer
     c = estimate(s, bf, Setup(mode="full", context=2048, engine="transformers", flash_attention=False))
     assert c.per_gpu.activations - a == pytest.approx(2048 * 2 * 32 * 2048 / GIB)

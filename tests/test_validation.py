@@ -15,10 +15,12 @@ from gpucost.bands import band
 from gpucost.catalog import Catalog
 from gpucost.records import gpu_records
 from gpucost.validation import (
+    BAND_COVERAGE_TARGET,
     BOUNDS,
     CATEGORIES,
     P90_RATIO,
     TARGETS,
+    band_coverage,
     convert,
     markdown_table,
     summary,
@@ -173,13 +175,30 @@ def test_issue_targets(summ, category, request):
 
 
 def test_bands_hold_about_eight_in_ten_measurements(results, cat):
-    """A p10–p90 band should contain about 80 % of the measurements of its category and engine."""
+    """A band that holds 8 in 10 measurements of documents left out holds at least as many of the corpus's own."""
     ok = results[results["role"] == "validation"]
     for category in ("inference_memory", "training_memory", "decode_speed"):
         rows = ok[ok["category"] == category]
-        inside = [band(category, e, cat).p10 * est <= m <= band(category, e, cat).p90 * est
+        inside = [band(category, e, cat).low * est <= m <= band(category, e, cat).high * est
                   for e, est, m in zip(rows["engine"], rows["estimate"], rows["measured"], strict=True)]
-        assert 0.7 <= np.mean(inside) <= 0.9, (category, np.mean(inside))
+        assert np.mean(inside) >= 0.8, (category, np.mean(inside))
+
+
+@pytest.mark.parametrize("category", ["file_size", "inference_memory", "training_memory", "decode_speed",
+                                      "prefill_speed"])
+def test_bands_hold_eight_in_ten_measurements_of_documents_left_out(results, category):
+    """Issue 25: each row against the band made without its document covers 80 % ± 10 of the rows."""
+    cov = band_coverage(results).set_index("category").loc[category]
+    assert cov["sources"] >= 3 and cov["rows"] >= 20
+    lo, hi = BAND_COVERAGE_TARGET
+    assert lo <= cov["coverage"] <= hi, cov.to_dict()
+
+
+@pytest.mark.xfail(strict=True, reason="TTFT rows come from 3 documents whose measured/estimated ratios do not "
+                                       "overlap: no band made from two of them holds the third (README)")
+def test_ttft_band_holds_documents_left_out(results):
+    cov = band_coverage(results).set_index("category").loc["ttft"]
+    assert BAND_COVERAGE_TARGET[0] <= cov["coverage"] <= BAND_COVERAGE_TARGET[1]
 
 
 def test_stored_factors_and_bands_are_a_refit_of_the_corpus():

@@ -89,7 +89,7 @@ def render_text(r) -> str:
     band = r["capacity_band"]
     lines += [f"operating point: {pt['batch']} in flight, TPOT {pt['tpot_ms']:.1f} ms, TTFT {pt['ttft_ms']:.0f} ms, "
               f"{pt['requests_per_s']:.2f} req/s per replica"
-              + (f" (p10–p90 {band['low']:.2f}–{band['high']:.2f})" if band else ""),
+              + (f" (8 in 10 published runs: {band['low']:.2f}–{band['high']:.2f})" if band else ""),
               f"fleet: {r['replicas']} replica(s) = {r['cards']} card(s), {r['utilization'] * 100:.0f} % utilized; "
               f"at the peak, prefills take {r['prefill_utilization'] * 100:.0f} % of a replica and the "
               f"{'mean' if r['ttft_stat'] == 'mean' else r['ttft_stat']} TTFT with queueing is {r['ttft_queued_ms']:,.0f} ms",

@@ -326,7 +326,7 @@ class QuantFitPage(Page):
                                      catalog=self.catalog, cpu_moe=s.cpu_moe,
                                      host_bw_gbps=self.val("host_bw_gbps") if s.cpu_moe else None)
             b = band("decode_speed", s.engine, self.catalog)
-            lo, hi = (b.p10, b.p90) if b else (math.nan, math.nan)
+            lo, hi = (b.low, b.high) if b else (math.nan, math.nan)
             for f, n, t in zip(self.fits, counts, tps, strict=True):
                 if np.isfinite(t):
                     rows.append({"gpu": f.gpu, "name": f.name, "gpus": int(n), "tokens_per_s": float(t),
@@ -514,10 +514,10 @@ class QuantFitPage(Page):
             body.append(f"<tr><td class='gc-l'>{html.escape(self.t('fit_errcat_' + r['category']))}</td>"
                         f"<td class='gc-l'>{html.escape(eng)}</td><td>{r['rows']} / {r['sources']}</td>"
                         f"<td>{_pct(number(r['median_abs_error_pct']))}</td><td>{_pct(number(r['p90_abs_error_pct']))}</td>"
-                        f"<td>{r['p10']:.2f}–{r['p90']:.2f}</td>"
+                        f"<td>{r['low']:.2f}–{r['high']:.2f}</td>"
                         f"<td>{'—' if target is None else f'≤ {target:g} %'}</td></tr>")
         self.error_rows = summ[["category", "engine", "rows", "sources", "median_abs_error_pct",
-                                "p90_abs_error_pct", "p10", "p90"]].to_dict(orient="records")
+                                "p90_abs_error_pct", "p10", "p90", "low", "high"]].to_dict(orient="records")
         fheads = [self.t(k) for k in ("fit_col_engine", "fit_col_bw_eff", "fit_col_layer_ms", "fit_col_host_ms",
                                       "fit_col_compute_eff", "fit_col_calibrated_on", "fit_col_source")]
         frows = []

@@ -58,8 +58,8 @@ INFERENCE_ENGINES = {"transformers": "transformers", "transformers+peft": "trans
                      "sglang": "sglang", "exllamav2": "exllamav2"}
 #: … and training framework (the libraries built on transformers train with its memory profile)
 TRAINING_ENGINES = {"transformers": "transformers", "transformers+peft": "transformers", "peft": "transformers",
-                    "trl": "transformers", "llama-factory": "transformers", "axolotl": "transformers",
-                    "unsloth": "unsloth", "deepspeed": "transformers", "torchtune": "torchtune"}
+                    "trl": "trl", "llama-factory": "llama-factory", "axolotl": "axolotl", "ms-swift": "ms-swift",
+                    "unsloth": "unsloth", "deepspeed": "deepspeed", "torchtune": "torchtune", "litgpt": "litgpt"}
 #: FlashAttention in the measurements' era: transformers rows name Flash Attention 2 or SDPA, vLLM, SGLang,
 #: TensorRT-LLM and ExLlamaV2 always use a fused kernel; llama.cpp needed ``-fa`` (off by default then)
 FLASH_BY_ENGINE = {"llama.cpp": False}
@@ -173,6 +173,19 @@ def _stated_fraction(row: dict, preallocate: str | None) -> float | None:
     return float(m.group(1)) if m else None
 
 
+_QV_ONLY = re.compile(r"query\s*(?:\+|and|,)\s*value only|\bq(?:_proj)?\s*(?:\+|and|,)\s*v(?:_proj)? only"
+                      r"|target_modules\W+q_proj\W+v_proj\W*(?:\]|$)", re.IGNORECASE)
+_ATTENTION_ONLY = re.compile(r"\bq,\s*k,\s*v,\s*o only|attention (?:projections|layers) only", re.IGNORECASE)
+
+
+def lora_targets_of(row: dict) -> str:
+    """The LoRA target set a row's notes state (q and v only, the attention projections only), else every Linear."""
+    notes = str(row.get("notes") or "")
+    if _QV_ONLY.search(notes):
+        return "qv"
+    return "attention" if _ATTENTION_ONLY.search(notes) else "all-linear"
+
+
 def _training_memory(row: dict, spec, fmt) -> float:
     framework = engine_of(row)
     ctx, _, _ = _tokens(row)
@@ -187,7 +200,8 @@ def _training_memory(row: dict, spec, fmt) -> float:
     s = Setup(mode=str(row.get("mode") or "full"), context=max(ctx, 1), batch=_int(row.get("batch"), 1),
               gpus=_int(row.get("num_gpus"), 1), engine=framework, zero=zero, offload=offload if zero else "none",
               lora_rank=_int(row.get("lora_rank"), Setup.lora_rank), optimizer=opt if opt in OPTIMIZERS else None,
-              grad_checkpointing=ckpt, flash_attention=True)
+              lora_targets=lora_targets_of(row), grad_checkpointing=ckpt, flash_attention=True,
+              framework_as_of=str(row.get("as_of") or "") or None)
     est = estimate(spec, fmt, s)
     return est.per_gpu.total if str(row.get("measure_kind")) == "nvidia_smi" else est.engine_gib
 

@@ -1,0 +1,117 @@
+"""Issue 25: what a real fine-tuning run's peak holds, per framework (data/training_profiles.csv) — the terms
+each framework's code adds, checked by hand against the model's dimensions in models.csv."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+import pytest
+
+from gpucost.catalog import Catalog, bundled_data_dir
+from gpucost.memory import Setup, estimate, training_profile
+from gpucost.memory_profiles import TRAINING_FRAMEWORKS
+from gpucost.models import catalog_spec
+from gpucost.quant import GIB, get_format
+from gpucost.validation.corpus import lora_targets_of
+from tests.conftest import run_cli
+
+
+@pytest.fixture(scope="module")
+def cat() -> Catalog:
+    return Catalog()
+
+
+def _est(cat, model, quant, **kw):
+    return estimate(catalog_spec(model, cat), get_format(quant, cat), Setup(**kw))
+
+
+def test_every_framework_has_a_sourced_profile_row():
+    rows = list(csv.DictReader(open(bundled_data_dir() / "training_profiles.csv", encoding="utf-8")))
+    assert {r["framework"] for r in rows} == set(TRAINING_FRAMEWORKS)
+    for r in rows:
+        assert r["source"].startswith("https://") and r["as_of"] and r["notes"]
+        assert not r["based_on"] or r["based_on"] in TRAINING_FRAMEWORKS
+    # the frameworks the issue names are all there
+    assert {"transformers", "trl", "axolotl", "llama-factory", "ms-swift", "unsloth", "torchtune", "litgpt",
+            "deepspeed"} <= set(TRAINING_FRAMEWORKS)
+
+
+def test_quantized_linears_keep_their_inputs_where_frozen_bf16_ones_keep_none(cat):
+    """LitGPT, TinyLlama (h 2048, MLP 5632, 22 layers), 8 × 512 tokens, no checkpointing, LoRA on q and v: QLoRA's
+    bitsandbytes MatMul4Bit keeps the attention and MLP inputs (2 × 2048 × 2 B) and the MLP product
+    (5632 × 2 B) of every layer, 19,456 B per token per layer, which a frozen bf16 Linear does not keep."""
+    kw = dict(context=512, batch=8, engine="litgpt", lora_rank=32, lora_targets="qv", grad_checkpointing=False)
+    lora = _est(cat, "tinyllama-1.1b", "bf16", mode="lora", **kw)
+    qlora = _est(cat, "tinyllama-1.1b", "bnb-nf4", mode="qlora", **kw)
+    kept = dict(qlora.terms)["activations"] - dict(lora.terms)["activations"]
+    assert kept * GIB == pytest.approx(4096 * 22 * (4 * 2048 + 2 * 5632), rel=1e-9)
+
+
+def test_peft_casts_a_quantized_bases_unquantized_weights_to_fp32(cat):
+    """prepare_model_for_kbit_training (transformers' row) makes Llama 3.1 8B's embeddings (128,256 × 4,096), its
+    untied output head (the same) and its 65 norms (× 4,096) fp32: 2 more bytes each than TRL, which casts them
+    back to bf16; the residual stream the checkpoints keep is fp32 too (2 more bytes × 4,096 per token per layer)."""
+    kw = dict(mode="qlora", context=2048, batch=1, lora_rank=16)
+    hf = _est(cat, "llama-3.1-8b", "bnb-nf4-dq", engine="transformers", **kw)
+    trl = _est(cat, "llama-3.1-8b", "bnb-nf4-dq", engine="trl", **kw)
+    params = 2 * 128_256 * 4_096 + 65 * 4_096
+    assert (hf.per_gpu.weights - trl.per_gpu.weights) * GIB == pytest.approx(params * 2, rel=1e-6)
+    assert (hf.per_gpu.activations - trl.per_gpu.activations) * GIB == pytest.approx(2048 * 32 * 2 * 4096, rel=1e-9)
+
+
+@pytest.mark.parametrize("framework, bytes_per_logit", [("transformers", 12), ("litgpt", 16), ("unsloth", 2),
+                                                        ("torchtune", 3)])
+def test_the_loss_keeps_the_frameworks_bytes_per_logit(cat, framework, bytes_per_logit):
+    """Llama 3.1 8B, 2 × 2,048 tokens: logits = tokens × 128,256 vocabulary × the framework's bytes per logit."""
+    mode = "lora" if framework != "torchtune" else "full"
+    e = _est(cat, "llama-3.1-8b", "bf16", mode=mode, context=2048, batch=2, engine=framework)
+    assert dict(e.terms)["logits"] * GIB == pytest.approx(4096 * 128_256 * bytes_per_logit, rel=1e-9)
+
+
+def test_the_estimate_names_the_term_that_dominates(cat):
+    """QLoRA of an 8B model with a 128K vocabulary at 4 × 2,048 tokens: the loss's logits (4 × 2,048 × 128,256 ×
+    12 B = 11.74 GiB) outweigh the 4-bit weights — the JSON says so, and the terms add up to the total."""
+    r = run_cli("fit", "--model", "llama-3.1-8b", "--quant", "bnb-nf4-dq", "--mode", "qlora", "--context", "2048",
+                "--batch", "4", "--json")
+    assert r.returncode == 0, r.stderr
+    d = json.loads(r.stdout)
+    assert d["dominant_term"] == "logits"
+    assert d["terms_gib"]["logits"] == pytest.approx(4 * 2048 * 128_256 * 12 / GIB, rel=1e-6)
+    assert sum(d["terms_gib"].values()) == pytest.approx(d["per_gpu_gib"]["total"], rel=1e-9)
+    assert any("largest part of the peak" in n for n in d["notes"])
+    # inference has no training terms
+    inf = json.loads(run_cli("fit", "--model", "llama-3.1-8b", "--quant", "bf16", "--json").stdout)
+    assert "dominant_term" not in inf
+
+
+def test_a_profile_is_taken_at_the_date_of_the_measurement(tmp_path, monkeypatch):
+    """Two rows of one framework: a measurement dated before the second is estimated with the first."""
+    src = bundled_data_dir() / "training_profiles.csv"
+    rows = list(csv.DictReader(open(src, encoding="utf-8")))
+    newer = dict(next(r for r in rows if r["framework"] == "unsloth"), since="2026-01-01", loss_bytes_per_logit="6")
+    with open(tmp_path / "training_profiles.csv", "w", newline="", encoding="utf-8") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows([*rows, newer])
+    monkeypatch.setenv("GPUCOST_DATA_DIR", str(tmp_path))
+    assert training_profile("unsloth").logit_bytes == 6
+    assert training_profile("unsloth", "2025-06-30").logit_bytes == 2
+    assert training_profile("unsloth", "2026-02-01").logit_bytes == 6
+
+
+def test_a_rows_lora_targets_come_from_its_notes():
+    assert lora_targets_of({"notes": "LoRA r=32 on query+value only; single device"}) == "qv"
+    assert lora_targets_of({"notes": "LoRA rank 64 on q,k,v,up,down,gate"}) == "all-linear"
+    assert lora_targets_of({"notes": ""}) == "all-linear"
+
+
+def test_litgpt_rows_of_the_corpus_are_judged(cat):
+    """The LitGPT documents (resource tables, config hub) are estimated with LitGPT's profile, not skipped."""
+    from gpucost.validation import validate
+
+    r = validate(cat)
+    lit = r[(r["category"] == "training_memory") & (r["engine"] == "litgpt")]
+    assert (lit["role"] == "validation").sum() >= 30
+    assert set(lit.loc[lit["role"] == "validation", "source_id"]) >= {"litgpt-config-hub-finetune",
+                                                                      "litgpt-resource-tables"}
