@@ -40,7 +40,7 @@ from gpucost.serving import closed_loop_latency, saturated
 from gpucost.speed import EngineEfficiency, efficiency_table, engine_efficiency, speed
 
 #: explicit unit conversions to the comparison unit (GiB = 2^30 bytes; GB = 10^9 bytes; MiB = 2^20 bytes)
-UNIT_TO_GIB = {"GiB": 1.0, "GB": 1e9 / GIB, "MiB": 2**20 / GIB, "MB": 1e6 / GIB}
+UNIT_TO_GIB = {"GiB": 1.0, "GB": 1e9 / GIB, "MiB": 2**20 / GIB, "MB": 1e6 / GIB, "bytes": 1 / GIB}
 UNIT_TO_MS = {"ms": 1.0, "s": 1000.0}
 CATEGORIES = ("file_size", "inference_memory", "training_memory", "decode_speed", "prefill_speed", "ttft", "tpot",
               "mfu", "serving_throughput", "serving_ttft", "serving_tpot")
@@ -192,6 +192,8 @@ def _training_memory(row: dict, spec, fmt) -> float:
     if ctx < 1:
         raise GpucostError("the sequence length is not stated")
     opt = str(row.get("optimizer") or "")
+    if opt and opt not in OPTIMIZERS:
+        raise GpucostError(f"optimizer '{opt}' is not modelled")
     ckpt = str(row.get("grad_checkpointing") or "true").lower() not in ("false", "0", "no")
     offload = str(row.get("offload") or "").lower()
     if offload not in ("none", "cpu", "nvme"):
@@ -199,7 +201,7 @@ def _training_memory(row: dict, spec, fmt) -> float:
     zero = _int(row.get("zero_stage"), 0)
     s = Setup(mode=str(row.get("mode") or "full"), context=max(ctx, 1), batch=_int(row.get("batch"), 1),
               gpus=_int(row.get("num_gpus"), 1), engine=framework, zero=zero, offload=offload if zero else "none",
-              lora_rank=_int(row.get("lora_rank"), Setup.lora_rank), optimizer=opt if opt in OPTIMIZERS else None,
+              lora_rank=_int(row.get("lora_rank"), Setup.lora_rank), optimizer=opt or None,
               lora_targets=lora_targets_of(row), grad_checkpointing=ckpt, flash_attention=True,
               framework_as_of=str(row.get("as_of") or "") or None)
     est = estimate(spec, fmt, s)
