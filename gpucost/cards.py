@@ -24,6 +24,7 @@ from gpucost.errors import GpucostError, UnknownNameError
 from gpucost.i18n import Message
 from gpucost.pricing import card_table
 from gpucost.serialize import Record
+from gpucost.specs import SPECS
 
 #: precision → the gpus.csv column with its dense throughput
 PRECISION_COLUMN = {
@@ -76,10 +77,9 @@ class Need:
             raise UnknownNameError("precision", self.precision, PRECISION_COLUMN)
         if self.price_basis not in PRICE_BASES:
             raise UnknownNameError("price basis", self.price_basis, PRICE_BASES)
-        if not (self.min_vram_gib >= 0) or math.isinf(self.min_vram_gib):
-            raise GpucostError(f"minimum VRAM must be a number >= 0 GiB, not {self.min_vram_gib}")
-        if self.budget is not None and not (self.budget > 0):
-            raise GpucostError(f"budget must be greater than zero, not {self.budget}")
+        SPECS["min_vram_gib"].check(self.min_vram_gib, "minimum VRAM")
+        if self.budget is not None:
+            SPECS["price"].check(self.budget, "budget")
 
 
 @dataclass(frozen=True)
@@ -277,6 +277,7 @@ def gpu_list(catalog: Catalog | None = None, *, currency: str = "USD", min_vram_
     catalog = catalog or Catalog()
     if sort_by not in SORTABLE:
         raise UnknownNameError("sort metric", sort_by, SORTABLE)
+    min_vram_gib = SPECS["min_vram_gib"].check(min_vram_gib, "minimum VRAM")
     t = card_table(catalog, currency)
     if vendor:
         vendors = sorted(set(t["vendor"]))

@@ -242,28 +242,102 @@ class _Check:
     refs: dict[str, set[str]]
     currencies: set[str] | None
     problems: list[tuple[int, str, str]] = field(default_factory=list)  # (row, column, message)
+    table: str = ""
 
     def bad(self, mask: pd.Series, col: str, msg_fn: Callable[[str], str]) -> None:
         for idx in np.flatnonzero(mask.to_numpy()):
             self.problems.append((int(idx) + 1, col, msg_fn(self.df[col].iloc[idx])))
 
+    def raise_first(self, label: str) -> None:
+        """DataError for the first problem (by row), with the count of the others; nothing if none."""
+        if not self.problems:
+            return
+        self.problems.sort()
+        row, col, msg = self.problems[0]
+        n = len(self.problems) - 1
+        more = f" (and {n} more problem{'s' if n > 1 else ''})" if n else ""
+        raise DataError(msg + more, file=label, row=row, column=col, problems=self.problems)
+
 
 #: no figure in any table comes near this: larger ones are typos or attacks (1e308 hidden sizes)
 MAX_MAGNITUDE = 1e12
+#: nor this near zero: the smallest non-zero figure of the bundled tables is 0.0026 (a perplexity delta); a
+#: non-zero value below this (1e-300) is a typo, and the engines divide by such figures (1 / 1e-300 tokens/s
+#: is 1e300 GPU-hours)
+MIN_MAGNITUDE = 1e-6
+#: the lowest price of an offer per instance-hour, in its currency: the cheapest of the bundled offers is
+#: 0.063 USD (Azure's spot price of a Standard_NC4as_T4_v3); under a cent an hour is a typo or a price per
+#: second or minute
+MIN_HOURLY_PRICE = 0.01
+#: the lowest street price of a card, in its currency (the cheapest bundled one is 60 USD, a used P100)
+MIN_CARD_PRICE = 1.0
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """What a numeric column admits: 0 itself when ``zero``; otherwise magnitudes from ``lo`` to ``hi``,
+    negative ones too when ``signed``; whole numbers only when ``whole``. ``why`` says where ``lo`` comes
+    from when it is a column's own floor."""
+
+    lo: float = MIN_MAGNITUDE
+    hi: float = MAX_MAGNITUDE
+    zero: bool = False
+    signed: bool = False
+    whole: bool = False
+    why: str = ""
+
+    def admits(self, x: float) -> bool:
+        if not np.isfinite(x) or (self.whole and x != np.floor(x)):
+            return False
+        if x == 0:
+            return self.zero
+        return (self.signed or x > 0) and self.lo <= abs(x) <= self.hi
+
+    def range_text(self) -> str:
+        """"0.01 to 1e+12 an instance-hour", "0, or 1e-06 to 1e+12 in size either way"."""
+        span = f"{self.lo:g} to {self.hi:g}"
+        if self.signed:
+            span += " in size either way"
+        return ("0, or " if self.zero else "") + span + (f" {self.why}" if self.why else "")
+
+
+#: a column's floor where the kind's (non-zero magnitudes of at least MIN_MAGNITUDE) is too permissive:
+#: table → column → (lowest value, why)
+COLUMN_FLOORS: dict[str, dict[str, tuple[float, str]]] = {
+    "cloud_offers": {c: (MIN_HOURLY_PRICE, "an instance-hour; a lower price is a typo, or a price per second "
+                                           "or minute")
+                     for c in ("Price", "SpotPrice", "ReservedPrice1y", "ReservedPrice3y")},
+    "prices": {"price": (MIN_CARD_PRICE, "for a card's street price")},
+}
+
+
+def column_bounds(table: str, column: str) -> Bounds:
+    """The values the numeric ``column`` of ``table`` admits (its kind, :data:`MIN_MAGNITUDE`,
+    :data:`MAX_MAGNITUDE` and :data:`COLUMN_FLOORS`); what validation checks and the engines may assume."""
+    base = SCHEMAS[table][column].rstrip("?")
+    if base not in _NUMERIC_KINDS:
+        raise ValueError(f"{table}.{column} is not a numeric column ({base})")
+    lo, why = COLUMN_FLOORS.get(table, {}).get(column, (MIN_MAGNITUDE, ""))
+    return Bounds(lo=lo, zero=base in ("num0", "int0", "num"), signed=base == "num", whole=base.startswith("int"),
+                  why=why)
 
 
 def _check_number(c: _Check, col: str, base: str, raw: pd.Series, present: pd.Series) -> pd.Series:
     num = _num(raw)
+    b = column_bounds(c.table, col) if c.table else Bounds(zero=base in ("num0", "int0", "num"),
+                                                              signed=base == "num")
     c.bad(present & num.isna(), col, lambda v: f"'{v}' is not a number")
     c.bad(present & num.notna() & ~np.isfinite(num), col, lambda v: f"'{v}' is not a finite number")
-    c.bad(present & np.isfinite(num) & (num.abs() > MAX_MAGNITUDE), col,
-          lambda v: f"{v} is out of range (at most {MAX_MAGNITUDE:g})")
+    c.bad(present & np.isfinite(num) & (num.abs() > b.hi), col,
+          lambda v: f"{v} is out of range (at most {b.hi:g})")
     num = num.where(np.isfinite(num))
     ok = present & num.notna()
     if base in ("num+", "int+"):
         c.bad(ok & (num <= 0), col, lambda v: f"{v} must be greater than zero")
     if base in ("num0", "int0"):
         c.bad(ok & (num < 0), col, lambda v: f"{v} must not be negative")
+    c.bad(ok & (num != 0) & ((num > 0) | b.signed) & (num.abs() < b.lo), col,
+          lambda v: f"{v} is out of range ({b.range_text()})")
     if base.startswith("int"):
         c.bad(ok & (num != np.floor(num)), col, lambda v: f"{v} must be a whole number")
     return num
@@ -322,6 +396,8 @@ _CHECKS: dict[str, Callable[..., pd.Series | None]] = {
     "num+": _check_number, "num0": _check_number, "num": _check_number, "int+": _check_number,
     "int0": _check_number, "bool": _check_bool, "date": _check_date, "enum": _check_enum,
     "currency": _check_currency, "ref": _check_ref, "id": _check_id}
+#: the column kinds that hold numbers
+_NUMERIC_KINDS = ("num+", "num0", "num", "int+", "int0")
 
 
 def _check_header(df: pd.DataFrame, name: str, label: str) -> pd.DataFrame:
@@ -355,7 +431,7 @@ def validate(df: pd.DataFrame, name: str, *, label: str | None = None,
     label = label or f"{name}.csv"
     df = _check_header(df, name, label)
     c = _Check(df, {k: set(v) for k, v in (refs or {}).items()},
-               set(currencies) if currencies is not None else None)
+               set(currencies) if currencies is not None else None, table=name)
     out = df.copy()
     for col, kind in SCHEMAS[name].items():
         raw = df[col]
@@ -369,12 +445,7 @@ def validate(df: pd.DataFrame, name: str, *, label: str | None = None,
     if name == "cloud_offers":
         none = (df[["Price", "SpotPrice", "ReservedPrice1y", "ReservedPrice3y"]] == "").all(axis=1)
         c.bad(none, "Price", lambda v: "no price at all (Price, SpotPrice or a reserved price is needed)")
-    if c.problems:
-        c.problems.sort()
-        row, col, msg = c.problems[0]
-        n = len(c.problems) - 1
-        more = f" (and {n} more problem{'s' if n > 1 else ''})" if n else ""
-        raise DataError(msg + more, file=label, row=row, column=col)
+    c.raise_first(label)
     return out
 
 
@@ -413,13 +484,16 @@ def load_skypilot_vms(source: str | Path | io.StringIO, *, provider: str | None 
             except (ValueError, SyntaxError):
                 raise DataError("GpuInfo is not a Python-literal dict", file=label, row=i + 1,
                                 column="GpuInfo") from None
+    _check_vms_numbers(df, label)
     df = df[df["AcceleratorName"] != ""].copy()
     gpus = gpus if gpus is not None else load_table("gpus")
     index = gpu_alias_index(gpus)
     df["gpu_id"] = df["AcceleratorName"].map(lambda n: index.get(normalize_name(n)))
     df = df[df["gpu_id"].notna()]
-    for col in ("AcceleratorCount", "vCPUs", "MemoryGiB", "Price", "SpotPrice"):
+    for col in VMS_NUMBER_COLUMNS:
         df[col] = _num(df[col]) if col in df.columns else np.nan
+    for col in VMS_PRICE_COLUMNS:
+        df[col] = df[col].where(df[col] != 0)  # no price in that zone
     if "Region" not in df.columns:
         df["Region"] = ""
     # GCP lists attachable GPUs as rows without an instance type, priced for the GPUs alone
@@ -445,6 +519,28 @@ def load_skypilot_vms(source: str | Path | io.StringIO, *, provider: str | None 
         "lowest price over the region's zones",
         "imported from a SkyPilot vms.csv; lowest price over the region's zones")
     return folded[list(SCHEMAS["cloud_offers"])].reset_index(drop=True)
+
+
+#: the numbers of a SkyPilot vms.csv, checked with the bounds of the cloud_offers column they become
+VMS_NUMBER_COLUMNS = ("AcceleratorCount", "vCPUs", "MemoryGiB", "Price", "SpotPrice")
+
+
+#: its price columns: SkyPilot writes 0 where a zone has no such price (Vast's SpotPrice), as empty does
+VMS_PRICE_COLUMNS = ("Price", "SpotPrice")
+
+
+def _check_vms_numbers(df: pd.DataFrame, label: str) -> None:
+    """The numbers of a vms.csv's accelerator rows, checked as the cloud_offers columns they fill (an empty
+    cell, or a price of 0, is no price: a zone without spot); DataError naming the vms.csv's own row."""
+    c = _Check(df, {}, None, table="cloud_offers")
+    accel = df["AcceleratorName"] != ""
+    for col in VMS_NUMBER_COLUMNS:
+        if col in df.columns:
+            present = accel & (df[col] != "")
+            if col in VMS_PRICE_COLUMNS:
+                present &= _num(df[col]) != 0
+            _check_number(c, col, SCHEMAS["cloud_offers"][col].rstrip("?"), df[col], present)
+    c.raise_first(label)
 
 
 #: SkyPilot's clouds by how their catalogs name instance types (the catalog has no provider column)
@@ -692,7 +788,7 @@ class Catalog:
         fx = derived(self.fx, "fx_rates", lambda t: dict(zip(t["currency"], map(float, t["per_usd"]), strict=True)))
         cur = currency.upper()
         if cur not in fx:
-            raise UnknownNameError("currency", currency, list(fx))
+            raise UnknownNameError("currency", currency, list(fx), hint="fx.csv has " + ", ".join(fx))
         return fx[cur]
 
     def convert(self, amount, from_currency: str, to_currency: str):

@@ -20,7 +20,9 @@ class _Parser(argparse.ArgumentParser):
     """An ArgumentParser whose errors are one line on stderr and exit 2."""
 
     def error(self, message: str) -> None:  # type: ignore[override]
-        sys.stderr.write(f"{self.prog}: error: {message}\n")
+        from gpucost.errors import one_line
+
+        sys.stderr.write(f"{self.prog}: error: {one_line(message)}\n")
         raise SystemExit(2)
 
 
@@ -50,7 +52,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 0
     mod = args._module
-    from gpucost.errors import GpucostError
+    from gpucost.errors import GpucostError, one_line
 
     try:
         result = mod.run(args)
@@ -58,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
         sys.stderr.write(f"gpucost {mod.NAME}: {exc}\n")
         return 2
     except FileNotFoundError as exc:
-        sys.stderr.write(f"gpucost {mod.NAME}: {exc.filename}: file not found\n")
+        sys.stderr.write(f"gpucost {mod.NAME}: {one_line(exc.filename)}: file not found\n")
         return 2
     if getattr(args, "json", False) or not hasattr(mod, "render_text"):
         if isinstance(result, str):

@@ -3,19 +3,40 @@
 from __future__ import annotations
 
 import difflib
+import unicodedata
 from collections.abc import Iterable
+
+#: characters that break or hide a line when a message is printed: control characters (newline, carriage
+#: return, tab, escape), format characters (zero-width, bidirectional overrides), line and paragraph
+#: separators, lone surrogates (undecodable bytes of argv)
+_UNPRINTABLE = ("Cc", "Cf", "Zl", "Zp", "Cs")
+
+
+def one_line(text: object) -> str:
+    """``text`` with every character that would break or hide the line written as Python escapes it
+    (``\\n``, ``\\r``, ``\\x1b``, ``\\u2028``): a value a user typed is echoed on one line, as typed."""
+    s = str(text)
+    if s.isprintable():
+        return s
+    return "".join(repr(ch)[1:-1] if unicodedata.category(ch) in _UNPRINTABLE else ch for ch in s)
 
 
 class GpucostError(ValueError):
-    """Base class: bad input from a user, a file or an option. Its message is one line."""
+    """Base class: bad input from a user, a file or an option. Its message is one line: whatever the
+    message echoes (a name, a file's cell) is made single-line by :func:`one_line`."""
+
+    def __init__(self, message: object = "", *args: object) -> None:
+        super().__init__(one_line(message), *args)
 
 
 class DataError(GpucostError):
-    """A data table (bundled or the user's own) is malformed: names file, row and column."""
+    """A data table (bundled or the user's own) is malformed: names file, row and column (the first problem);
+    ``problems`` lists every (row, column, message) found when the table was validated."""
 
     def __init__(self, message: str, *, file: str | None = None, row: int | None = None,
-                 column: str | None = None) -> None:
+                 column: str | None = None, problems: Iterable[tuple[int, str, str]] = ()) -> None:
         self.file, self.row, self.column = file, row, column
+        self.problems = tuple(problems)
         parts = []
         if file:
             parts.append(file)

@@ -416,6 +416,10 @@ def _check_config_spec(spec: ModelSpec, name: str) -> None:
     if spec.num_kv_heads > spec.num_attention_heads:
         raise GpucostError(f"{name}: {spec.num_kv_heads} key/value heads but only {spec.num_attention_heads} "
                            "attention heads")
+    if spec.num_experts and spec.experts_per_token > spec.num_experts:
+        raise GpucostError(f"{name}: num_experts_per_tok is {spec.experts_per_token:,} but the model has only "
+                           f"{spec.num_experts:,} experts ({CONFIG_KEYS['num_experts']}); it must be from 1 to "
+                           f"{spec.num_experts:,}")
 
 
 def parse_config_json(data: str | bytes, label: str) -> dict:

@@ -161,6 +161,13 @@ class Spec:
         try:
             return parse_number(text, suffixes=self.suffixes)
         except ValueError:
+            try:
+                nonfinite = not math.isfinite(float(text))
+            except ValueError:
+                nonfinite = False
+            if nonfinite:  # nan, inf, Infinity: say what is allowed
+                raise SpecError(f"{where}: '{text}' is not a finite number; it must be {self.range_text()}",
+                                reason="finite", value=text) from None
             hint = " (e.g. 4096, 32k, 1.5M)" if self.suffixes else ""
             raise SpecError(f"{where}: '{text}' is not a number{hint}", reason="number", value=text) from None
 
@@ -219,6 +226,9 @@ MAX_HORIZON_MONTHS = 120
 MAX_ELECTRICITY_PER_KWH = 1000.0
 #: the most tokens a training-time question takes (100× the largest published pre-training runs)
 MAX_TRAIN_TOKENS = 1e15
+#: the most memory a "cards with at least this much" filter takes [GiB]: 300× the largest card of the catalog
+#: (288 GiB); a finite number, so that nan and inf are refused
+MAX_VRAM_GIB = 100_000
 
 SPECS: Mapping[str, Spec] = {
     "context": Spec("int", 4096, ge=1, le=MAX_CONTEXT_TOKENS, unit="tokens", suffixes="context",
@@ -252,6 +262,7 @@ SPECS: Mapping[str, Spec] = {
     "site": Spec("choice", "office", choices=("home", "office", "colocation"), help="where owned cards run"),
     "electricity_per_kwh": Spec("float", None, ge=0, le=MAX_ELECTRICITY_PER_KWH, unit="per kWh", optional=True,
                                 step=0.01, help="electricity price (default: the market's)"),
+    "min_vram_gib": Spec("float", 0.0, ge=0, le=MAX_VRAM_GIB, unit="GiB", help="minimum memory per card"),
     "price": Spec("float", None, gt=0, le=1e9, optional=True, help="a price in the display currency"),
     "hourly_price": Spec("float", None, gt=0, le=10_000, unit="per GPU-hour", optional=True,
                          help="a price per GPU-hour"),

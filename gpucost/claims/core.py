@@ -31,7 +31,7 @@ TOLERANCE = {
 ARTICLE = "低成本GPU自由之路：从选型到部署的全攻略 (2025-11-04), shared/seed/low-cost-gpu-guide.zh.txt"
 LANGS = ("en", "zh")
 #: input kinds resolved against the catalog; the rest are validated by their spec
-NAME_KINDS = ("gpu", "gpu_or_any", "model", "format", "provider", "scenario", "currency")
+NAME_KINDS = ("gpu", "gpu_or_any", "model", "format", "provider", "scenario", "currency", "region")
 
 
 # --------------------------------------------------------------------------------------------------
@@ -291,6 +291,10 @@ def input_choices(spec: InputSpec, catalog: Catalog) -> tuple:
         return tuple(s["name"] for s in tco.list_scenarios())
     if spec.kind == "currency":
         return tuple(catalog.currencies())
+    if spec.kind == "region":
+        from gpucost.tco.resolve import regions
+
+        return tuple(regions(catalog))
     return ()
 
 
@@ -314,6 +318,10 @@ def _name(claim_id: str, spec: InputSpec, text: str, cat: Catalog):
     if k == "currency":
         cat.fx_rate(text)
         return text.upper()
+    if k == "region":
+        from gpucost.tco.resolve import check_region
+
+        return check_region(cat, text)
     if k == "provider":
         match = [p for p in _providers(cat)[1:] if p.lower() == text.lower()]
         if not match:

@@ -104,7 +104,7 @@ _DEFS = (
              cloud.idle, ("gpucost.monitor.summarize", "gpucost.monitor.card_value"),
              (("saved_money_per_month", "{currency}"), ("idle_cost_money_per_month", "{currency}"), ("recovered_pct", "%"))),
     ClaimDef("startup_first_year",
-             (I("scenario", "startup", "scenario"), I("region", "CN", "str"), I("owned_count", 2, "int", lo=1, hi=1000),
+             (I("scenario", "startup", "scenario"), I("region", "CN", "region"), I("owned_count", 2, "int", lo=1, hi=1000),
               I("condition", "new", "choice", choices=("new", "used")),
               I("a100_hours", float(HOURS_PER_YEAR), lo=0, hi=float(HOURS_PER_YEAR), unit="h"),
               I("a100_pricing", "reserved-1y", "choice", choices=("on-demand", "spot", "reserved-1y")), _CUR,

@@ -69,7 +69,8 @@ def add_spec(p: argparse.ArgumentParser, flag: str, name: str, *, help: str | No
     spec = SPECS[name]
     if default is argparse.SUPPRESS:
         default = spec.default
-    text = (help or spec.help) + f" ({spec.range_text()}; default {default})"
+    whole = ", a whole number (1e3 = 1000)" if spec.kind == "int" else ""
+    text = (help or spec.help) + f" ({spec.range_text()}{whole}; default {default})"
     if spec.kind == "choice":
         p.add_argument(flag, default=default, choices=spec.choices, type=type(spec.choices[0]), help=text, **kw)
     else:

@@ -40,6 +40,7 @@ def run(args: argparse.Namespace):
         return {"claims": out}
     overrides: dict = {}
     if args.currency:
+        cat.fx_rate(args.currency)  # refused even when the chosen claims have no money in them
         overrides["currency"] = args.currency
     for text in args.set:
         k, v = claims.parse_setting(text)

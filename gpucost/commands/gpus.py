@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import argparse
 
-from gpucost.commands import add_market, catalog_for
+from gpucost.commands import add_market, add_spec, catalog_for
 
 NAME = "gpus"
 HELP = "list the GPU catalog with new, used and cloud prices (or rank cards for a need)"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--min-vram", type=float, default=0.0, metavar="GIB", help="minimum memory per card [GiB]")
+    add_spec(p, "--min-vram", "min_vram_gib", metavar="GIB")
     p.add_argument("--vendor", metavar="V", help="NVIDIA, AMD, Intel or Huawei")
     p.add_argument("--sort", default=None, metavar="METRIC",
                    help="vram_gib (default), mem_bandwidth_gbps, bf16_tflops, price_new, tflops_per_1k, "
@@ -22,7 +22,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="rank cards for a need (with --precision, --basis, --budget) instead of listing")
     p.add_argument("--precision", default="bf16", choices=["fp32", "fp16", "bf16", "fp8", "int8"])
     p.add_argument("--basis", default="new", choices=["new", "used", "cloud"], help="price basis for --rank")
-    p.add_argument("--budget", type=float, default=None, help="max price per card (per GPU-hour for cloud)")
+    add_spec(p, "--budget", "price", metavar="PRICE", help="max price per card (per GPU-hour for cloud)")
     p.add_argument("--host", default="any", choices=["any", "pc", "server"],
                    help="where the card runs: pc (a PCIe card for a desktop/workstation) or server "
                         "(PCIe server, SXM/OAM baseboard, rack); for --rank")
@@ -33,9 +33,6 @@ def run(args: argparse.Namespace):
     from gpucost.cards import Need, gpu_list, rank_cards
 
     cat = catalog_for(args)
-    if args.min_vram < 0:
-        from gpucost.errors import GpucostError
-        raise GpucostError(f"--min-vram must be >= 0, not {args.min_vram:g}")
     if args.rank:
         vendors = (args.vendor,) if args.vendor else ()
         need = Need(min_vram_gib=args.min_vram, precision=args.precision, budget=args.budget,

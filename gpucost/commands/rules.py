@@ -44,11 +44,11 @@ def run(args: argparse.Namespace) -> RulesOutput:
     from gpucost.rules import RuleOptions, alert_rules, rules_yaml
 
     value = None
+    cat = catalog_for(args)
+    cat.fx_rate(args.currency)  # the costs' currency is one of fx.csv's, with or without --gpu
     if args.gpu:
         from gpucost.monitor import card_value
 
-        cat = catalog_for(args)
-        cat.fx_rate(args.currency)
         value = card_value(cat, cat.gpu_id(args.gpu), args.currency, args.amortize_years)
     opts = RuleOptions(idle_util_pct=args.idle_util, idle_for=args.idle_for, mem_high_pct=args.mem_high,
                        mem_for=args.mem_for, use_prof=args.prof, value=value, kwh_price=args.kwh_price,

@@ -15,6 +15,7 @@ import numpy as np
 
 from gpucost.economics import energy_cost, resale_value
 from gpucost.serialize import Record
+from gpucost.specs import MAX_GPUS
 from gpucost.spot import spot_factor
 from gpucost.tco.inputs import JobLoad, Params
 from gpucost.tco.scenario import BURST_KINDS, HYBRID_BASES
@@ -279,10 +280,17 @@ def _scalar(x) -> float:
 
 
 def _base_range(P: Params, base: str, peak: float) -> int:
+    """The largest base worth pricing: enough cards for the peak month with headroom, never more than
+    :data:`~gpucost.specs.MAX_GPUS` (the most cards any input takes; a demand beyond it — a year's growth
+    compounded over ten years, a serving job at a near-zero speed — is priced with the burst covering the
+    rest, instead of an array of a billion candidate bases)."""
     per_gpu = H * _scalar(P.owned.max_utilization if base in OWNED_BASE_OPTION else P.cloud.relative_speed)
-    kmax = int(math.ceil(peak / per_gpu - 1e-9))
+    ratio = peak / per_gpu if per_gpu > 0 else math.inf
+    if not ratio <= MAX_GPUS:  # NaN and inf included
+        return MAX_GPUS
+    kmax = int(math.ceil(ratio - 1e-9))
     k_hr = int(math.ceil(kmax * (1 + _scalar(P.hybrid.headroom_fraction)))) + 1
-    return max(kmax, int(_scalar(P.hybrid.configured_base_gpus)), k_hr)
+    return min(max(kmax, int(_scalar(P.hybrid.configured_base_gpus)), k_hr), MAX_GPUS)
 
 
 def _candidates(available: set[str], want_base: str, want_burst: str) -> tuple[list[str], list[str]]:

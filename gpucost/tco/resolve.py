@@ -19,6 +19,7 @@ from gpucost.errors import GpucostError, UnknownNameError
 from gpucost.i18n import Message
 from gpucost.pricing import card_prices
 from gpucost.records import Gpu, gpu_records
+from gpucost.specs import MAX_GPUS
 from gpucost.spot import interruption_rate_per_hour, spot_bucket
 from gpucost.tco.inputs import (
     CloudInputs,
@@ -268,6 +269,7 @@ def _offer_table(c: _Ctx, cloud_gpu: str):
     o = o[o["gpu_id"] == cloud_gpu]
     providers = c.v["cloud.providers"]
     if isinstance(providers, (list, tuple)) and providers:
+        _check_providers(c, providers)
         wanted = {str(p).lower() for p in providers}
         o = o[o["provider"].str.lower().isin(wanted)]
     if c.v["cloud.instance"]:
@@ -287,6 +289,26 @@ def _offer_table(c: _Ctx, cloud_gpu: str):
                 o.at[idx, f"{col}_note"] = (f"on-demand × (1 − {row['value']:.4f}) — {key} for "
                                             f"{provider} in tco_defaults.csv ({row['source']})")
     return o
+
+
+def known_providers(catalog: Catalog) -> list[str]:
+    """Every provider a scenario may name: those of the catalog's cloud_offers.csv and of the bundled snapshot
+    (a provider missing from a user's own table is known, and has no offer there; a typo is unknown)."""
+    from gpucost.catalog import bundled_data_dir
+
+    bundled = Catalog(overrides={n: bundled_data_dir() / f"{n}.csv" for n in ("cloud_offers", "gpus", "fx")})
+    return sorted(set(catalog.offers["provider"]) | set(bundled.offers["provider"]))
+
+
+def _check_providers(c: _Ctx, providers) -> None:
+    known = known_providers(c.cat)
+    lower = {k.lower() for k in known}
+    for p in providers:
+        if str(p).strip().lower() not in lower:
+            from gpucost.errors import closest
+
+            hint = "" if closest(str(p), known) else "known: " + ", ".join(known)
+            raise GpucostError(f"{c.label}: key 'cloud.providers': {UnknownNameError('provider', str(p), known, hint=hint)}")
 
 
 def _best_offer(o, col: str) -> tuple[Offer | None, str]:
@@ -358,6 +380,23 @@ def _spot(c: _Ctx) -> tuple[SpotInputs, tuple[float, float]]:
 # Demand and jobs
 # --------------------------------------------------------------------------------------------------
 
+def regions(catalog: Catalog) -> list[str]:
+    """The regions tco_defaults.csv has an electricity price for: what a scenario's ``region`` names."""
+    t = catalog.table("tco_defaults")
+    return sorted({str(x) for x in t.loc[t["key"] == "electricity_per_kwh", "region"] if str(x)})
+
+
+def check_region(catalog: Catalog, region: str) -> str:
+    """``region`` (upper-cased) when tco_defaults.csv prices electricity there — exactly, by its country
+    (US-FL → US) or with a row for every region, as :meth:`Catalog.default_row` looks it up;
+    UnknownNameError with the closest regions otherwise."""
+    if not str(region).strip() or catalog.default_row("electricity_per_kwh", region=str(region)) is None:
+        known = regions(catalog)
+        raise UnknownNameError("region", str(region), known, hint="tco_defaults.csv has electricity prices for "
+                               + ", ".join(known))
+    return str(region).strip().upper()
+
+
 def _base_utilization(c: _Ctx, count: float) -> float:
     cap = count * HOURS_PER_MONTH
     if c.v["demand.utilization"] is not None:
@@ -423,21 +462,33 @@ def _serving_tps(c: _Ctx, j: Job, g: Gpu) -> float | None:
     return tps
 
 
+#: the most GPU-hours one job may take a month: every card gpucost sizes (MAX_GPUS) busy all month
+MAX_JOB_HOURS_PER_MONTH = MAX_GPUS * HOURS_PER_MONTH
+
+
 def _jobs(c: _Ctx, g: Gpu) -> tuple[JobLoad, ...]:
     out = []
     for j in c.sc.jobs:
         if j.kind == "training":
             unit = _training_hours(c, j, g)
             hours = unit * j.runs_per_month
+            how = f"{j.runs_per_month:g} run(s) of {unit:,.4g} GPU-hours"
         else:
             tps = _serving_tps(c, j, g)
             millions = (j.tokens_per_month or 0.0) / TOKENS_PER_MILLION
             if tps:
                 unit = TOKENS_PER_MILLION / (tps * SECONDS_PER_HOUR)
                 hours = millions * unit
+                src = f"benchmarks.csv {j.benchmark}" if j.benchmark else \
+                    "tokens_per_second_per_gpu" if j.tokens_per_second_per_gpu is not None else "the speed estimate"
+                how = f"{j.tokens_per_month or 0:,.4g} tokens at {tps:,.4g} tokens/s ({src})"
             else:
                 hours = float(j.gpu_hours or 0.0)
                 unit = hours / millions if millions else NAN
+                how = "gpu_hours"
+        if not hours <= MAX_JOB_HOURS_PER_MONTH:  # NaN included
+            raise GpucostError(f"{c.label}: job '{j.name}' needs {hours:,.4g} GPU-hours a month ({how}); at most "
+                               f"{MAX_JOB_HOURS_PER_MONTH:,.0f} ({MAX_GPUS:,} cards busy all month)")
         out.append(JobLoad(j.name, j.kind, float(hours), float(unit), int(j.first_month)))
     return tuple(out)
 
@@ -510,4 +561,4 @@ def resolve(scenario: Scenario, catalog: Catalog | None = None, *, currency: str
         swings=MappingProxyType(_swings(c, owned, base_u, spot.interruptions_per_hour, lam_range)), jobs=jobs)
 
 
-__all__ = ["resolve", "relative_speed"]
+__all__ = ["resolve", "relative_speed", "regions", "check_region"]
