@@ -47,6 +47,7 @@ from gpucost.memory_profiles import (  # noqa: F401 (part of this module's API)
     HF_MLP_LIVE,
     INFERENCE_GPU_COUNTS,
     LLAMACPP_HIDDEN_LIVE,
+    LOSS_KERNELS,
     LLAMACPP_MLP_LIVE,
     MODES,
     OFFLOADS,
@@ -125,6 +126,7 @@ class Setup:
     image_size: int | None = None    # diffusion [pixels per side]
     #: training: the date the framework's behaviour is taken at (data/training_profiles.csv; None: the newest)
     framework_as_of: str | None = None
+    loss_kernel: str | None = None   # training: a fused loss that keeps no logits (LOSS_KERNELS); None: the framework's
 
     @property
     def is_training(self) -> bool:
@@ -409,7 +411,7 @@ _LORA_INPUTS = {"all-linear": (3, 1, 2, 1), "attention": (3, 1, 0, 0), "qv": (2,
 
 def training_activation_bytes(spec_arrays: dict, seq: float, micro_batch: float, flash: bool, checkpointing: bool,
                               prof: TrainingProfile, mode: str = "full", quantized=False,
-                              lora_targets: str = "all-linear") -> dict[str, np.ndarray]:
+                              lora_targets: str = "all-linear", loss_kernel: str | None = None) -> dict[str, np.ndarray]:
     """What one micro-batch keeps for backward [bytes]: ``saved`` (the layers' tensors) and ``logits`` (the loss's).
 
     Per token per layer (16-bit values unless said), the tensors autograd keeps, counted the way Korthikanti et
@@ -427,7 +429,8 @@ def training_activation_bytes(spec_arrays: dict, seq: float, micro_batch: float,
 
     With full activation checkpointing only each layer's input is kept (2h, or the width of a residual stream
     an fp32 cast made 4 bytes), plus one layer's full set while it is recomputed (``offload_checkpoints``: the
-    layer inputs wait in CPU RAM instead). The loss keeps ``prof.logit_bytes`` per token per vocabulary entry.
+    layer inputs wait in CPU RAM instead). The loss keeps ``prof.logit_bytes`` per token per vocabulary entry
+    (a fused ``loss_kernel``'s instead: :data:`LOSS_KERNELS`).
     """
     a = spec_arrays
     h, ffn = a["h"], a["mlp_tok"]
@@ -461,7 +464,8 @@ def training_activation_bytes(spec_arrays: dict, seq: float, micro_batch: float,
         stored = tokens * ((0 if prof.offload_checkpoints else L * width * h) + per_layer_tok)
     else:
         stored = tokens * L * per_layer_tok
-    return {"saved": stored, "logits": tokens * a["vocab"] * prof.logit_bytes}
+    logit_bytes = prof.logit_bytes if loss_kernel is None else LOSS_KERNELS[loss_kernel]
+    return {"saved": stored, "logits": tokens * a["vocab"] * logit_bytes}
 
 
 def _training_bytes(a: dict, N, s: Setup, trainable, fmt_quantized: bool) -> dict[str, np.ndarray]:
@@ -528,7 +532,7 @@ def _training_bytes(a: dict, N, s: Setup, trainable, fmt_quantized: bool) -> dic
         if not opt.paged:
             opt_gpu = opt_gpu * 0.0
     kept = training_activation_bytes(a, float(s.context), float(s.batch), s.flash_attention, s.grad_checkpointing,
-                                     prof, s.mode, quantized, s.lora_targets)
+                                     prof, s.mode, quantized, s.lora_targets, s.loss_kernel)
     # QLoRA dequantizes one weight matrix at a time to the compute dtype
     dequant = np.where(quantized, a["largest_block"] * ACT_BYTES, 0.0)
     logits = kept["logits"]
@@ -612,6 +616,8 @@ def _check_training(spec: ModelSpec, fmt: QuantFormat, s: Setup) -> Setup:
     opt = s.optimizer or ("paged-adamw" if s.mode == "qlora" else "adamw")
     if opt not in OPTIMIZERS:
         raise UnknownNameError("optimizer", opt, OPTIMIZERS)
+    if s.loss_kernel is not None and s.loss_kernel not in LOSS_KERNELS:
+        raise UnknownNameError("loss kernel", s.loss_kernel, LOSS_KERNELS)
     if s.mode in ("lora", "qlora") and s.lora_rank < 1:
         raise GpucostError(f"LoRA rank must be >= 1, not {s.lora_rank}")
     _check_parallel_split(spec, s)

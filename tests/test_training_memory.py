@@ -115,3 +115,31 @@ def test_litgpt_rows_of_the_corpus_are_judged(cat):
     assert (lit["role"] == "validation").sum() >= 30
     assert set(lit.loc[lit["role"] == "validation", "source_id"]) >= {"litgpt-config-hub-finetune",
                                                                       "litgpt-resource-tables"}
+
+
+def test_cut_cross_entropy_keeps_no_logits():
+    """--loss-kernel cce (axolotl's Cut Cross-Entropy plugin): the same run less exactly its logits term."""
+    base = ("fit", "--model", "llama-3.1-8b", "--quant", "bnb-nf4-dq", "--mode", "qlora", "--context", "2048",
+            "--batch", "4", "--engine", "axolotl", "--json")
+    plain, cce = (json.loads(run_cli(*base, *extra).stdout) for extra in ((), ("--loss-kernel", "cce")))
+    assert cce["terms_gib"]["logits"] == 0
+    assert plain["per_gpu_gib"]["total"] - cce["per_gpu_gib"]["total"] == pytest.approx(
+        4 * 2048 * 128_256 * 12 / GIB, rel=1e-6)
+    bad = run_cli("fit", "--model", "llama-3.1-8b", "--quant", "bf16", "--mode", "lora", "--loss-kernel", "cc")
+    assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1 and "cce" in bad.stderr
+
+
+def test_a_run_split_over_its_cards_by_device_map_is_judged_as_pipeline_stages(cat):
+    """ms-swift's benchmark runs one process over two cards (naive model parallel): each card holds half the
+    layers, so the row is the per-card estimate of two pipeline stages, not of two data-parallel copies."""
+    from gpucost.validation.corpus import row_estimate
+
+    row = {"id": "x", "category": "training_memory", "model_id": "qwen2.5-7b", "quant": "bf16", "mode": "lora",
+           "engine": "ms-swift", "num_gpus": 2, "batch": 1, "context": 2048, "lora_rank": 8, "measured": 1,
+           "unit": "GiB", "measure_kind": "reserved", "as_of": "2024-01-04",
+           "notes": "one python process: the model is split over the two GPUs by device_map (naive model parallel)"}
+    split = row_estimate(row, cat)
+    dp = row_estimate({**row, "notes": "data parallel"}, cat)
+    e = _est(cat, "qwen2.5-7b", "bf16", mode="lora", engine="ms-swift", gpus=2, pp=2, context=2048, lora_rank=8,
+             framework_as_of="2024-01-04")
+    assert split == pytest.approx(e.engine_gib) and split < 0.75 * dp

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from gpucost.commands import add_market, add_spec, catalog_for
-from gpucost.memory_profiles import TRAINING_FRAMEWORKS
+from gpucost.memory_profiles import LOSS_KERNELS, TRAINING_FRAMEWORKS
 from gpucost.specs import DEFAULTS, ENGINES
 
 NAME = "fit"
@@ -41,6 +41,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    choices=["adamw", "adamw-8bit", "paged-adamw", "paged-adamw-8bit", "sgd"])
     p.add_argument("--no-flash-attention", action="store_true", help="eager attention (scores in memory)")
     p.add_argument("--no-grad-checkpointing", action="store_true", help="keep every layer's activations")
+    p.add_argument("--loss-kernel", default=None, choices=sorted(LOSS_KERNELS),
+                   help="training: a fused loss that never holds the logits (cce: Cut Cross-Entropy, e.g. axolotl's "
+                        "plugin); default: the framework's own loss")
     p.add_argument("--gpu", metavar="ID", help="only this card (catalog id or name, e.g. 'RTX 4090'); adds the "
                                               "longest context and largest batch that fit on it")
     p.add_argument("--currency", default=DEFAULTS.currency, metavar="C", help="currency of the cheapest-card answer")
@@ -71,7 +74,8 @@ def run(args: argparse.Namespace):
     setup = Setup(mode=args.mode, context=args.context, batch=args.batch, gpus=args.gpus, engine=engine, zero=args.zero,
                   offload=args.offload, lora_rank=args.lora_rank, lora_targets=args.lora_targets,
                   kv_dtype=args.kv_dtype, gpu_layers=args.gpu_layers, cpu_moe=args.cpu_moe, images=args.images, optimizer=args.optimizer,
-                  flash_attention=not args.no_flash_attention, grad_checkpointing=not args.no_grad_checkpointing)
+                  flash_attention=not args.no_flash_attention, grad_checkpointing=not args.no_grad_checkpointing,
+                  loss_kernel=args.loss_kernel)
     est = estimate(spec, fmt, setup)
     cards = cat.gpus
     if args.gpu:

@@ -178,6 +178,11 @@ _QV_ONLY = re.compile(r"query\s*(?:\+|and|,)\s*value only|\bq(?:_proj)?\s*(?:\+|
 _ATTENTION_ONLY = re.compile(r"\bq,\s*k,\s*v,\s*o only|attention (?:projections|layers) only", re.IGNORECASE)
 
 
+#: a run with Cut Cross-Entropy (axolotl's plugin): its notes name it, not as absent ("no …") or conditional
+_CCE = re.compile(r"(?<!no )cut[ _]cross[ _-]?entropy(?!(?:\s+plugin)?\W+(?:false|off|not|where))", re.IGNORECASE)
+_NAIVE_SPLIT = re.compile(r"naive model parallel|split (?:over|across) the (?:two |\d+ )?GPUs by device_map", re.IGNORECASE)
+
+
 def lora_targets_of(row: dict) -> str:
     """The LoRA target set a row's notes state (q and v only, the attention projections only), else every Linear."""
     notes = str(row.get("notes") or "")
@@ -199,11 +204,15 @@ def _training_memory(row: dict, spec, fmt) -> float:
     if offload not in ("none", "cpu", "nvme"):
         offload = "cpu" if "cpu offload" in str(row.get("notes") or "").lower() else "none"
     zero = _int(row.get("zero_stage"), 0)
+    gpus = _int(row.get("num_gpus"), 1)
+    # one process that splits the layers over its cards (device_map, naive model parallel): pipeline stages
+    pp = gpus if _NAIVE_SPLIT.search(str(row.get("notes") or "")) else 1
     s = Setup(mode=str(row.get("mode") or "full"), context=max(ctx, 1), batch=_int(row.get("batch"), 1),
-              gpus=_int(row.get("num_gpus"), 1), engine=framework, zero=zero, offload=offload if zero else "none",
+              gpus=gpus, pp=pp, engine=framework, zero=zero, offload=offload if zero else "none",
               lora_rank=_int(row.get("lora_rank"), Setup.lora_rank), optimizer=opt or None,
               lora_targets=lora_targets_of(row), grad_checkpointing=ckpt, flash_attention=True,
-              framework_as_of=str(row.get("as_of") or "") or None)
+              framework_as_of=str(row.get("as_of") or "") or None,
+              loss_kernel="cce" if _CCE.search(str(row.get("notes") or "")) else None)
     est = estimate(spec, fmt, s)
     return est.per_gpu.total if str(row.get("measure_kind")) == "nvidia_smi" else est.engine_gib
 
