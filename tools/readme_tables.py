@@ -72,14 +72,25 @@ _DATA_WHAT = {
 
 def errors_table() -> str:
     """The cross-validated error per category, then per category and engine (rows / documents)."""
-    from gpucost.validation import markdown_table, summary, validate
+    from gpucost.validation import band_coverage, markdown_table, summary, validate
 
     results = validate()
     est = results[results["role"] == "validation"]
     head = (f"{len(results)} measurements from {results['source_id'].nunique()} documents on "
             f"{results['gpu'].replace('', None).nunique()} named GPUs; {len(est)} of them estimated, from "
             f"{est['source_id'].nunique()} documents on {est['gpu'].replace('', None).nunique()} GPUs.\n\n")
-    return head + markdown_table(summary(results)) + "\n\nPer engine:\n\n" + markdown_table(summary(results, by="engine"))
+    cov = band_coverage(results)
+    lines = ["| category | rows judged / documents | inside the band made without their document | band |",
+             "| --- | ---: | ---: | --- |"]
+    for r in cov.to_dict(orient="records"):
+        if not r["rows"]:
+            continue
+        q = r["band_q"]
+        band = "p10–p90" if q >= 0.10 else ("min–max" if q == 0 else f"p{100 * q:g}–p{100 * (1 - q):g}")
+        lines.append(f"| {r['category']} | {r['rows']} / {r['sources']} | {100 * r['coverage']:.0f} % | {band} |")
+    return (head + markdown_table(summary(results)) + "\n\nPer engine:\n\n" + markdown_table(summary(results, by="engine"))
+            + "\n\nThe bands, held out (each row against the band made without its document; target 70–90 %):\n\n"
+            + "\n".join(lines))
 
 
 def claims_table() -> str:
