@@ -4,7 +4,7 @@ how many of them, how long a context and how large a batch fit.
 All figures are GiB (2^30 bytes) per GPU unless a name says otherwise. Pure functions over
 :class:`~gpucost.models.ModelSpec`, :class:`~gpucost.quant.QuantFormat` and the catalog; the whole fit
 matrix (models × formats × cards) is computed with numpy in one pass (:func:`fit_matrix`) by the same
-formulas the scalar :func:`estimate` uses (:func:`_inference_bytes`, :func:`_training_bytes`).
+formulas the scalar :func:`estimate` uses (:func:`_inference_bytes`, :func:`gpucost.memory_training.training_bytes`).
 
 Inference, per GPU
     weights      the format's bytes for the tensors this GPU holds (:mod:`gpucost.quant`); tensor
@@ -47,8 +47,8 @@ from gpucost.memory_profiles import (  # noqa: F401 (part of this module's API)
     HF_MLP_LIVE,
     INFERENCE_GPU_COUNTS,
     LLAMACPP_HIDDEN_LIVE,
-    LOSS_KERNELS,
     LLAMACPP_MLP_LIVE,
+    LOSS_KERNELS,
     MODES,
     OFFLOADS,
     OPTIMIZERS,
@@ -62,6 +62,13 @@ from gpucost.memory_profiles import (  # noqa: F401 (part of this module's API)
     EngineProfile,
     Optimizer,
     TrainingProfile,
+)
+from gpucost.memory_training import (  # noqa: F401 (part of this module's API)
+    TRAINING_TERMS,
+    training_activation_bytes,
+    training_bytes,
+    training_profile,
+    training_terms,
 )
 from gpucost.models import ModelSpec, layer_params, lora_trainable_params, weight_tensors
 from gpucost.quant import (
@@ -377,178 +384,6 @@ def _inference_activation_bytes(a, N_tp, ctx, batch, prompt, flash, profile: Eng
 # Training
 # --------------------------------------------------------------------------------------------------
 
-@lru_cache(maxsize=64)
-def _profile_rows(key: tuple) -> tuple[tuple[str, TrainingProfile], ...]:
-    from gpucost.catalog import load_table
-
-    t = load_table("training_profiles").sort_values("since")
-    return tuple((str(r["since"]), TrainingProfile(
-        framework=str(r["framework"]), precision=str(r["precision"]), kbit_param_bytes=float(r["kbit_param_bytes"]),
-        logit_bytes=float(r["loss_bytes_per_logit"]), norm_saves_fp32=bool(r["norm_saves_fp32"]),
-        gqa_expand=bool(r["gqa_expand"]), quant_saves_inputs=bool(r["quant_saves_inputs"]),
-        lora_dropout=bool(r["lora_dropout"]), optimizer_in_backward=bool(r["optimizer_in_backward"]),
-        offload_checkpoints=bool(r["offload_checkpoints"]), version=str(r.get("version") or ""),
-        source=str(r["source"]))) for _, r in t.iterrows())
-
-
-def training_profile(framework: str, as_of: str | None = None) -> TrainingProfile:
-    """The row of data/training_profiles.csv for ``framework``: the newest one, or the newest in force on the date
-    ``as_of`` (a measurement's date, when its framework version is not stated)."""
-    from gpucost.catalog import table_path
-
-    p = table_path("training_profiles")
-    rows = [(since, prof) for since, prof in _profile_rows((str(p), p.stat().st_mtime_ns)) if prof.framework == framework]
-    if not rows:
-        raise UnknownNameError("training framework", framework, TRAINING_FRAMEWORKS)
-    dated = [prof for since, prof in rows if as_of is None or since <= as_of]
-    return dated[-1] if dated else rows[0][1]
-
-
-#: the Linear layers of a decoder block a LoRA target set adapts, by their input: (attention input (q, k, v),
-#: attention output (o), MLP input (gate, up), MLP product (down)) — how many Linears of each are adapted
-_LORA_INPUTS = {"all-linear": (3, 1, 2, 1), "attention": (3, 1, 0, 0), "qv": (2, 0, 0, 0)}
-
-
-def training_activation_bytes(spec_arrays: dict, seq: float, micro_batch: float, flash: bool, checkpointing: bool,
-                              prof: TrainingProfile, mode: str = "full", quantized=False,
-                              lora_targets: str = "all-linear", loss_kernel: str | None = None) -> dict[str, np.ndarray]:
-    """What one micro-batch keeps for backward [bytes]: ``saved`` (the layers' tensors) and ``logits`` (the loss's).
-
-    Per token per layer (16-bit values unless said), the tensors autograd keeps, counted the way Korthikanti et
-    al. 2022 (arXiv 2205.05198, section 4.1) count them, for a gated MLP, grouped-query attention, RMSNorm and no
-    dropout — and split by who keeps them, since a frozen Linear keeps nothing:
-
-    * always: the two norms' inputs 4h (8h where the framework's RMSNorm keeps an fp32 copy); attention Q 2·q,
-      K and V 4·kv (4·q where they are expanded to every query head), its output 2·q; the MLP's gate, up and
-      activation outputs 6·I (an ungated MLP's first output 2·I); without FlashAttention (Dao et al. 2022, arXiv
-      2205.14135) the softmax output 2·heads·seq;
-    * the inputs of the Linears that need them for backward — every Linear in full fine-tuning, and in QLoRA
-      where the quantized Linear's autograd function keeps its input (bitsandbytes' MatMul4Bit): attention and MLP
-      inputs 4h and the MLP product 2·I; in LoRA only the adapted Linears' inputs, and with LoRA dropout each
-      adapted Linear keeps its own dropout output and mask (3 bytes per input value).
-
-    With full activation checkpointing only each layer's input is kept (2h, or the width of a residual stream
-    an fp32 cast made 4 bytes), plus one layer's full set while it is recomputed (``offload_checkpoints``: the
-    layer inputs wait in CPU RAM instead). The loss keeps ``prof.logit_bytes`` per token per vocabulary entry
-    (a fused ``loss_kernel``'s instead: :data:`LOSS_KERNELS`).
-    """
-    a = spec_arrays
-    h, ffn = a["h"], a["mlp_tok"]
-    q = a["heads"] * (a["kv_vals_expanded"] / np.maximum(2 * a["kv_heads"], 1))  # heads × head_dim (approx. for MLA)
-    kv = a["kv_vals"] / 2
-    gated = a["gated"] > 0
-    quantized = np.asarray(quantized, dtype=bool)
-    norms = (8 if prof.norm_saves_fp32 else 4) * h
-    attn = 2 * q + 4 * (q if prof.gqa_expand else kv) + 2 * q
-    mlp = np.where(gated, 6, 2) * ffn
-    linear_inputs = 4 * h + 2 * ffn
-    if mode == "full":
-        inputs = linear_inputs
-    else:
-        n_attn, n_out, n_mlp, n_down = _LORA_INPUTS.get(lora_targets, _LORA_INPUTS["all-linear"])
-        if prof.lora_dropout:
-            adapted = 3 * (n_attn * h + n_out * q + n_mlp * h + n_down * ffn)
-            base = np.where(quantized & prof.quant_saves_inputs, linear_inputs, 0.0)
-        else:  # the adapters read the frozen Linears' own inputs: kept once each
-            adapted = 2 * ((n_attn > 0) * h + (n_mlp > 0) * h + (n_down > 0) * ffn)
-            base = np.where(quantized & prof.quant_saves_inputs, linear_inputs, adapted)
-            adapted = 0.0
-        inputs = base + adapted
-    per_layer_tok = norms + attn + mlp + inputs
-    if not flash:
-        per_layer_tok = per_layer_tok + 2 * a["heads"] * seq
-    tokens = seq * micro_batch
-    L = a["L"]
-    if checkpointing:
-        width = np.where(quantized, prof.kbit_param_bytes, ACT_BYTES) if mode == "qlora" else ACT_BYTES
-        stored = tokens * ((0 if prof.offload_checkpoints else L * width * h) + per_layer_tok)
-    else:
-        stored = tokens * L * per_layer_tok
-    logit_bytes = prof.logit_bytes if loss_kernel is None else LOSS_KERNELS[loss_kernel]
-    return {"saved": stored, "logits": tokens * a["vocab"] * logit_bytes}
-
-
-def _training_bytes(a: dict, N, s: Setup, trainable, fmt_quantized: bool) -> dict[str, np.ndarray]:
-    """Per-GPU and CPU/NVMe bytes of a training setup for data-parallel rank counts ``N`` (broadcast).
-
-    Tensor × pipeline parallel (``s.tp``, ``s.pp``) split the model states over ``tp × pp`` GPUs (each
-    holds that share of the layers' weights, gradients and optimizer states) and the activations over
-    ``tp`` (Megatron-style tensor parallel splits them; the first pipeline stage keeps ``pp``
-    micro-batches in flight, which offsets its 1/pp share of the layers); CPU/NVMe likewise per GPU."""
-    N = np.asarray(N, dtype=float)
-    mp, tp = float(s.tp * s.pp), float(s.tp)
-    prof = training_profile(s.engine, s.framework_as_of)
-    prec = PRECISIONS[prof.precision]
-    opt_name = s.optimizer or ("paged-adamw" if s.mode == "qlora" else "adamw")
-    opt = OPTIMIZERS[opt_name]
-    state_b = opt.state_bytes if opt.state_bytes is not None else prec["state"]
-    k_bytes = prec["master"] + opt.states * state_b  # the K of the ZeRO paper
-    zero, off = s.zero, s.offload
-    trainable = np.asarray(trainable, dtype=float)
-    full = s.mode == "full"
-    # weights: full FT holds its trainable copy at the precision's width; LoRA holds the frozen base in its
-    # format plus the adapters (trainable) at the weight width
-    quantized = np.asarray(fmt_quantized, dtype=bool)
-    if full:
-        base_w = trainable * prec["weight"]
-    else:
-        # a quantized base keeps its embeddings, output head and norms unquantized, at the width the framework's
-        # preparation leaves them (PEFT's prepare_model_for_kbit_training: fp32)
-        cast = np.where(quantized, prof.kbit_param_bytes / ACT_BYTES - 1.0, 0.0)
-        base_w = a["total_b"] + (a["embed_b"] + (1 - a["tied"]) * a["output_b"] + a["vectors_b"]) * cast \
-            + trainable * prec["weight"]
-    ws = ZERO3_LIVE_LAYERS * a["layer_params"] * (prec["weight"] if full else a["total_b"] / np.maximum(a["params"], 1))
-    if zero >= 3:
-        shard = base_w / N + ws
-        weights = np.minimum(base_w, shard) if off == "none" else np.minimum(base_w, ws)
-    else:
-        weights = base_w * np.ones_like(N)
-    grads_full = trainable * prec["grad"]
-    in_bwd = s.optimizer_in_backward if s.optimizer_in_backward is not None else \
-        (prof.optimizer_in_backward and full and s.gpus == 1)
-    if zero >= 2:
-        grads = grads_full / N
-        if off != "none":
-            grads = np.minimum(grads, ZERO_REDUCE_BUCKET * prec["grad"])
-    else:
-        grads = grads_full * np.ones_like(N)
-    if in_bwd:  # each gradient is freed as soon as its parameter is updated: the largest one is alive
-        grads = np.minimum(grads, a["largest_tensor"] * prec["grad"])
-    opt_total = trainable * k_bytes
-    opt_gpu = opt_total / N if zero >= 1 else opt_total * np.ones_like(N)
-    cpu = np.zeros(np.broadcast(N, trainable).shape)
-    nvme = np.zeros_like(cpu)
-    if opt.paged:
-        cpu = cpu + opt_total  # paged: evicted to CPU RAM when the GPU is full; not required on the GPU
-        opt_gpu = opt_gpu * 0.0
-    if off != "none":
-        moved = opt_total + (grads_full if zero >= 2 else 0.0)
-        if zero >= 3:
-            moved = moved + base_w
-        if off == "cpu":
-            cpu = cpu + moved
-        else:
-            nvme = nvme + moved
-        if not opt.paged:
-            opt_gpu = opt_gpu * 0.0
-    kept = training_activation_bytes(a, float(s.context), float(s.batch), s.flash_attention, s.grad_checkpointing,
-                                     prof, s.mode, quantized, s.lora_targets, s.loss_kernel)
-    # QLoRA dequantizes one weight matrix at a time to the compute dtype
-    dequant = np.where(quantized, a["largest_block"] * ACT_BYTES, 0.0)
-    logits = kept["logits"]
-    act = kept["saved"] + logits + dequant
-    overhead = CUDA_CONTEXT_GIB * GIB
-    if mp > 1:
-        weights, grads, opt_gpu, cpu, nvme = (x / mp for x in (weights, grads, opt_gpu, cpu, nvme))
-        act, logits, dequant = act / tp, logits / tp, dequant / tp
-    shape = np.broadcast(weights, grads, opt_gpu, act, N).shape
-    return {"weights": np.broadcast_to(weights, shape), "kv_cache": np.zeros(shape),
-            "activations": np.broadcast_to(act, shape), "gradients": np.broadcast_to(grads, shape),
-            "optimizer": np.broadcast_to(opt_gpu, shape), "overhead": np.full(shape, overhead),
-            "cpu": np.broadcast_to(cpu, shape), "nvme": np.broadcast_to(nvme, shape),
-            "logits": np.broadcast_to(logits, shape), "dequant": np.broadcast_to(dequant, shape)}
-
-
 # --------------------------------------------------------------------------------------------------
 # Checks and the scalar estimate
 # --------------------------------------------------------------------------------------------------
@@ -663,7 +498,7 @@ def estimate(spec: ModelSpec, fmt: QuantFormat, setup: Setup | None = None, **kw
     trainable = 0.0
     if s.is_training:
         trainable = spec.params_total if s.mode == "full" else lora_trainable_params(spec, s.lora_rank, s.lora_targets)
-        b = _training_bytes(a, s.gpus // s.model_parallel, s, trainable, fmt.is_quantized)
+        b = training_bytes(a, s.gpus // s.model_parallel, s, trainable, fmt.is_quantized)
         opt = s.optimizer or ("paged-adamw" if s.mode == "qlora" else "adamw")
         if OPTIMIZERS[opt].paged:
             notes.append(Message("mn_paged"))
@@ -693,28 +528,13 @@ def estimate(spec: ModelSpec, fmt: QuantFormat, setup: Setup | None = None, **kw
                     trainable_params=float(trainable), notes=tuple(notes), terms=terms if s.is_training else ())
 
 
-#: the parts of a training peak, as :func:`training_terms` names them (locale keys ``term_<name>``)
-TRAINING_TERMS = ("weights", "gradients", "optimizer", "activations", "logits", "dequant", "context")
-
-
-def training_terms(b: dict) -> tuple[tuple[str, float], ...]:
-    """A training peak's parts [GiB], largest first: the weights, gradients and optimizer states on the card, the
-    activations kept for backward, the loss's logits, the dequantized weight of a quantized base and the CUDA
-    context (they add up to the per-GPU total)."""
-    first = {k: float(np.asarray(v).reshape(-1)[0]) / GIB for k, v in b.items()}
-    parts = {"weights": first["weights"], "gradients": first["gradients"], "optimizer": first["optimizer"],
-             "activations": first["activations"] - first["logits"] - first["dequant"], "logits": first["logits"],
-             "dequant": first["dequant"], "context": first["overhead"]}
-    return tuple(sorted(((k, parts[k]) for k in TRAINING_TERMS), key=lambda kv: -kv[1]))
-
-
 def _per_gpu_totals(spec: ModelSpec, fmt: QuantFormat, s: Setup, counts) -> np.ndarray:
     """Per-GPU total bytes for each GPU count in ``counts`` (inf where the count is not valid)."""
     a = _arrays(((spec, fmt),))
     N = np.asarray(counts, dtype=float)
     if s.is_training:
         trainable = spec.params_total if s.mode == "full" else lora_trainable_params(spec, s.lora_rank, s.lora_targets)
-        b = _training_bytes(a, N / s.model_parallel, s, trainable, fmt.is_quantized)
+        b = training_bytes(a, N / s.model_parallel, s, trainable, fmt.is_quantized)
     else:
         b = _inference_bytes(a, N, s, ENGINE_PROFILES[s.engine])
     tot = sum(b[k] for k in ("weights", "kv_cache", "activations", "gradients", "optimizer", "overhead"))
@@ -794,7 +614,7 @@ def _bisect_min(total_at, usable, top: int):
 def _training_total(a: dict, s: Setup, trainable, quantized) -> Callable:
     """N (data-parallel ranks, array) → per-GPU total bytes of a training setup."""
     def total(N):
-        b = _training_bytes(a, N, s, trainable, quantized)
+        b = training_bytes(a, N, s, trainable, quantized)
         return sum(b[k] for k in ("weights", "kv_cache", "activations", "gradients", "optimizer", "overhead"))
     return total
 

@@ -138,12 +138,20 @@ def test_stored_factors_are_the_fit_on_their_calibration_rows(cat, factors):
             assert float(factors[engine][col]) == pytest.approx(v, abs=1e-4), (engine, col)
 
 
-def test_amd_cards_say_their_backend_has_no_calibration(cat):
-    """llama.cpp on an AMD card runs ROCm; with no ROCm rows fitted the answer says so instead of silently
-    using factors fitted on NVIDIA cards; the page's vectorized speeds use the same factors."""
+def test_amd_cards_use_the_factors_fitted_on_their_backend(cat):
+    """llama.cpp on an AMD card runs ROCm: since the corpus holds ROCm measurements (llm-tracker's Radeon and
+    Instinct runs) it uses the factors fitted on those rows, not the CUDA ones, and does not claim to have none; the
+    page's vectorized speeds use the same factors."""
+    from gpucost.speed import engine_efficiency
+
     s, f = catalog_spec("llama-3.1-8b", cat), get_format("q4_k_m", cat)
+    rocm = engine_efficiency("llama.cpp", cat, f, "rocm")
+    assert rocm.engine.startswith("llama.cpp/rocm") and rocm.calibration_rows
+    bench = cat.table("benchmarks").set_index("id")
+    assert set(bench.loc[list(rocm.calibration_rows), "backend"]) == {"rocm"}
+    assert rocm.compute_efficiency != engine_efficiency("llama.cpp", cat, f, "cuda").compute_efficiency
     amd = speed(s, f, gpu(cat, "rx-7900-xtx"), engine="llama.cpp", catalog=cat)
-    assert any("no llama.cpp measurements on rocm (AMD)" in n for n in amd.notes)
+    assert not any("no llama.cpp measurements on rocm" in n for n in amd.notes)
     nv = speed(s, f, gpu(cat, "rtx-4090"), engine="llama.cpp", catalog=cat)
     assert not any("measurements on" in n for n in nv.notes)
     cards = decode_speed_cards(s, f, [gpu(cat, "rx-7900-xtx"), gpu(cat, "rtx-4090")], [1, 1], engine="llama.cpp",

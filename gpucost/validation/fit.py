@@ -195,6 +195,17 @@ def _parent(key: str, fitted: dict[str, Fitted], col: str, default: float) -> fl
     return default
 
 
+#: backends other than CUDA that get keys of their own (llama.cpp/rocm, exllamav2/rocm, …)
+OTHER_BACKENDS = ("rocm", "vulkan", "metal", "sycl", "cpu")
+
+
+def _on_cuda(t: Terms) -> bool:
+    """Whether a row ran on CUDA: the pooled prefill factor is what engines without prefill rows of their own
+    borrow (vLLM, SGLang, TensorRT-LLM on NVIDIA cards), so it pools CUDA rows, not Vulkan's, ROCm's or Metal's,
+    which have keys of their own."""
+    return not any(len(k.split("/")) > 1 and k.split("/")[1] in OTHER_BACKENDS for k in t.keys)
+
+
 def _chain(key: str) -> list[str]:
     """``key`` and its less specific keys: llama.cpp/rocm/gguf → llama.cpp/gguf, llama.cpp/rocm, llama.cpp."""
     parts = key.split("/")
@@ -212,7 +223,7 @@ def fit_factors(terms: Iterable[Terms]) -> dict[str, Fitted]:
     for t in terms:
         for k in t.keys:
             by_key[k].append(t)
-    all_prefill = [t for ts in by_key.values() for t in ts if t.kind == "prefill"]
+    all_prefill = [t for ts in by_key.values() for t in ts if t.kind == "prefill" and _on_cuda(t)]
     global_c = _fit_compute(list({t.id: t for t in all_prefill}.values()), DEFAULT["bw_efficiency"],
                             DEFAULT["layer_overhead_ms"]) if all_prefill else DEFAULT["compute_efficiency"]
     fitted: dict[str, Fitted] = {}
