@@ -299,7 +299,7 @@ def gpu_list(catalog: Catalog | None = None, *, currency: str = "USD", min_vram_
             "mem_bandwidth_gbps", "fp32_tflops", "fp16_tflops", "bf16_tflops", "fp8_tflops", "int8_tops",
             "tdp_w", "nvlink_gbps", "mig_max_instances", "price_new", "price_used", "cloud_hourly",
             "cloud_offer", "cloud_market", "cloud_median", "cloud_as_of", "source", "as_of", "price_new_source", "price_new_as_of",
-            "price_used_source", "price_used_as_of"]
+            "price_new_market", "price_used_source", "price_used_as_of", "price_used_market"]
     recs = []
     for r in t[cols].to_dict(orient="records"):
         r = {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in r.items()}

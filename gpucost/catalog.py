@@ -729,8 +729,8 @@ class Catalog:
     """All tables of one data source: bundled, ``data_dir``/``GPUCOST_DATA_DIR``, or explicit files.
 
     ``frames`` holds tables given directly (an upload already validated). Tables load lazily. ``market``
-    is where the user rents (:class:`gpucost.offers.Market`; ``None`` follows the display currency):
-    every cloud price read through this catalog is chosen in it.
+    is where the user rents and buys (:class:`gpucost.offers.Market`; ``None`` follows the display
+    currency): every cloud and street price read through this catalog is chosen in it.
     """
 
     data_dir: str | Path | None = None
@@ -750,7 +750,7 @@ class Catalog:
         return Catalog(self.data_dir, dict(self.overrides), frames, self.market)
 
     def with_market(self, market: Market | None) -> Catalog:
-        """The same tables (shared, not reloaded) with cloud prices chosen in ``market``."""
+        """The same tables (shared, not reloaded) with cloud and street prices chosen in ``market``."""
         return Catalog(self.data_dir, self.overrides, self.frames, market)
 
     @property

@@ -23,6 +23,7 @@ import numpy as np
 
 from gpucost.catalog import Catalog, derived
 from gpucost.errors import GpucostError, UnknownNameError
+from gpucost.markets import market_for
 from gpucost.pricing import PRICE_BASES, CardPrices, card_price, card_prices
 from gpucost.records import gpu as gpu_record
 from gpucost.specs import DEFAULTS
@@ -117,10 +118,15 @@ def _retention_of(catalog: Catalog, prices: CardPrices) -> float:
     return float(min(1.0, (used.value / new.value) ** (1 / age)))
 
 
-def _retentions(catalog: Catalog) -> dict[str, tuple[float, str]]:
-    """ρ and how it was derived for every card (once per loaded tables)."""
+def _retentions(catalog: Catalog, currency: str) -> dict[str, tuple[float, str]]:
+    """ρ and how it was derived for every card, from the street prices of the market a user of
+    ``currency`` buys in (a ratio: the same in every currency of that market; once per loaded tables and
+    market)."""
+    market = market_for(catalog.market, currency)
+    in_usd = catalog.with_market(market)
+
     def build(_tables) -> dict[str, tuple[float, str]]:
-        prices = card_prices(catalog, "USD")
+        prices = card_prices(in_usd, "USD")
         own = {g: _retention_of(catalog, p) for g, p in prices.items()}
         known = [r for r in own.values() if r == r]
         median = float(np.median(known)) if known else math.nan
@@ -128,22 +134,25 @@ def _retentions(catalog: Catalog) -> dict[str, tuple[float, str]]:
         for g, r in own.items():
             p = prices[g]
             if r == r and p.new is not None and p.used is not None:
-                out[g] = (r, f"derived from the catalog: used {p.used.value:,.0f} / new {p.new.value:,.0f} USD at "
-                             f"the card's age (released {gpu_record(catalog, g).release_year})")
+                out[g] = (r, f"derived from the catalog: used {p.used.value:,.0f} USD {p.used.where} / new "
+                             f"{p.new.value:,.0f} USD {p.new.where} at the card's age (released "
+                             f"{gpu_record(catalog, g).release_year})")
             elif known:
                 out[g] = (median, f"median over {len(known)} catalog cards with new and used prices "
                                   "(this card has not both)")
             else:
                 out[g] = (math.nan, "no card in the catalog has both a new and a used price")
         return out
-    return derived((catalog.gpus, catalog.prices, catalog.offers, catalog.fx), "resale_retention", build)
+    return derived((catalog.gpus, catalog.prices, catalog.offers, catalog.fx), f"resale_retention:{market.region}",
+                   build)
 
 
-def resale_retention(catalog: Catalog, gpu_id: str) -> tuple[float, str]:
+def resale_retention(catalog: Catalog, gpu_id: str, currency: str = DEFAULTS.currency) -> tuple[float, str]:
     """Fraction of value a card keeps per year, ρ = (used / new)^(1 / age), from its catalog used and new
-    prices and its age. A card without both prices gets the median ρ of the catalog's cards that have
-    them. Returns (ρ, how it was derived)."""
-    return _retentions(catalog)[catalog.gpu_id(gpu_id)]
+    prices (in the market a user of ``currency`` buys in: the catalog's, else the currency's) and its age.
+    A card without both prices gets the median ρ of the catalog's cards that have them. Returns (ρ, how it
+    was derived)."""
+    return _retentions(catalog, currency)[catalog.gpu_id(gpu_id)]
 
 
 def default_electricity_per_kwh(catalog: Catalog, currency: str, *, site: str = DEFAULTS.site,
@@ -220,7 +229,7 @@ def card_hourly_cost(catalog: Catalog, gpu: str, currency: str = DEFAULTS.curren
     notes: list[str] = []
     rho = None
     if own.resale:
-        rho, how = resale_retention(catalog, g.id)
+        rho, how = resale_retention(catalog, g.id, cur)
         rho = rho if rho == rho else None
         notes.append(f"resale: {how}" if rho is not None else "resale: not counted (no retention figure)")
     kwh = own.electricity_per_kwh

@@ -3,7 +3,8 @@
 
 * **Markets**: an offer's market comes from its region (and currency): ``china`` (a CNY price or a
   mainland region), ``us``, ``eu``, ``apac``, else ``other``; "global" regions and marketplaces with no
-  region count for every market but China.
+  region count for every market but China. A street price (a prices.csv row) has a market by the same
+  rule (:func:`street_market`), so one market governs what a user rents and what they buy.
 * **Provider kinds**: hyperscaler, neocloud, marketplace.
 """
 
@@ -43,6 +44,16 @@ def market_of(region: str, currency: str = "USD") -> str:
         if pat.search(r):
             return name
     return "" if r.lower() in ("", "global", "any", "world") else "other"
+
+
+def street_market(region: str, currency: str = "USD") -> str:
+    """The market a street price (a prices.csv row) is from — the rule of an offer's (:func:`market_of`)
+    on the row's region and currency: a yuan price or a mainland region (``CN``) is China, ``US`` the US market, ``global`` (a worldwide retail range, an analyst's figure)
+    counts for every market but China. The region column is required and transcribed from each source,
+    so it decides; the channel (msrp, retail, marketplace, news-report) says how a card is sold, not where,
+    and the source URL's host says nothing about it (a Chinese report copied on an English site), so
+    neither moves a row to another market."""
+    return market_of(region, currency)
 
 
 def default_market(currency: str) -> str:
@@ -124,4 +135,4 @@ def provider_kind(provider: str) -> str:
 
 
 __all__ = ["MARKETS", "USER_MARKETS", "MARKET_CHOICES", "PROVIDER_KINDS", "AUTO", "Market", "market_for", "market_of",
-           "default_market", "in_market", "provider_kind", "HYPERSCALERS", "MARKETPLACES"]
+           "street_market", "default_market", "in_market", "provider_kind", "HYPERSCALERS", "MARKETPLACES"]

@@ -3,7 +3,7 @@
 * **Markets**: an offer's market comes from its region (and currency): ``china`` (a CNY price or a
   mainland region), ``us``, ``eu``, ``apac``, else ``other``; "global" regions and marketplaces with no
   region count for every market but China. Prices a page or command uses are chosen within the user's market when the
-  card has offers there (as street prices prefer the display currency), else from anywhere, named.
+  card has offers there (as its street prices are: one market for renting and buying), else from anywhere, named.
 * **Provider kinds**: hyperscaler, neocloud, marketplace.
 * **Names**: a catalog's accelerator name ("A100", "RTX4070", "H100") is resolved to a gpus.csv id with
   the card's memory and the instance name (PCIe, NVL), never by guessing: an ambiguous or unknown name is

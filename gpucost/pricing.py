@@ -1,16 +1,18 @@
 """What a card costs: its street price new and used and its cloud price per GPU-hour, in one currency.
 
-The one place the engines read prices from. A card's street price is the median of its rows in the
-display currency when there are any (a Chinese buyer sees Chinese prices), else the median of all its
-rows converted through fx.csv — of the rows dated within a year of its newest quote, so that a 2022
-launch price does not pull a 2026 street price down (the date shown is that newest quote's); whole-server
-quotes (channel ``server-quote``) are left out. The cloud price is the lowest on-demand price per
-GPU-hour over the offers the user's market can buy (the catalog's :class:`~gpucost.markets.Market`, else
-the currency's: CNY → China) of the kinds they rent from, dated within a year of the card's newest such
-offer, with the market's median and offer count next to it; a card with no offer in the market gets the
-cheapest it can rent elsewhere, marked "outside". Offers are the
-bundled snapshot plus what ``gpucost prices update`` recorded in the local store. Cached per loaded
-tables, currency and store state.
+The one place the engines read prices from. One market governs buying and renting: the catalog's
+:class:`~gpucost.markets.Market`, else the currency's (CNY → China, else global — anywhere outside
+mainland China). A card's street price is the median of its quotes from that market (each prices.csv
+row's market comes from its region and currency, :func:`gpucost.markets.street_market`), converted
+through fx.csv — so one market's prices in USD, EUR and CNY differ by exactly one exchange rate — of the
+quotes dated within a year of its newest one, so that a 2022 launch price does not pull a 2026 street
+price down (the date shown is that newest quote's); whole-server quotes (channel ``server-quote``) are
+left out. A card with no quote in the market is priced from its quotes elsewhere, converted, marked
+"outside". The cloud price is the lowest on-demand price per GPU-hour over the offers the user's market
+can buy of the kinds they rent from, dated within a year of the card's newest such offer, with the
+market's median and offer count next to it; a card with no offer in the market gets the cheapest it can
+rent elsewhere, marked "outside". Offers are the bundled snapshot plus what ``gpucost prices update``
+recorded in the local store. Cached per loaded tables, currency, market and store state.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ import pandas as pd
 from gpucost import price_store
 from gpucost.catalog import Catalog, derived
 from gpucost.errors import UnknownNameError
-from gpucost.markets import in_market, market_for, market_of, provider_kind
+from gpucost.markets import in_market, market_for, market_of, provider_kind, street_market
 
 PRICE_BASES = ("new", "used", "cloud")
 #: a street price is the median of a card's quotes dated within this many days of its newest quote
@@ -35,18 +37,37 @@ STREET_STALE_DAYS = 365
 BASIS_COLUMN = {"new": "price_new", "used": "price_used", "cloud": "cloud_hourly"}
 
 
+def street_quotes(catalog: Catalog, currency: str) -> pd.DataFrame:
+    """Every per-card street price (prices.csv rows; whole-server quotes, channel ``server-quote``, are the
+    price of a machine, not of a card, and left out) with its ``value`` in ``currency``, its ``market``
+    (:func:`~gpucost.markets.street_market`), whether the user's market admits it (``in_market``, the rule
+    of offers: :func:`~gpucost.markets.in_market`) and whether the card's price on its condition is taken
+    from it (``chosen``: the card's in-market quotes when it has any; else, as for offers, its quotes from
+    outside mainland China for a user outside it; else any — a China-only card such as the H20 keeps a
+    price, marked outside). Cached per loaded tables, currency and market."""
+    cur = currency.upper()
+    market = market_for(catalog.market, cur)
+
+    def build(_t) -> pd.DataFrame:
+        prices = catalog.prices
+        rates = catalog.fx.set_index("currency")["per_usd"]
+        rows = prices[prices["channel"].fillna("").str.lower() != "server-quote"].copy()
+        rows["value"] = rows["price"] * (rates[cur] / rows["currency"].map(rates).to_numpy())
+        rows["market"] = [street_market(r, c) for r, c in zip(rows["region"], rows["currency"], strict=True)]
+        rows["in_market"] = [in_market(m, market.region) for m in rows["market"]]
+        # 0: in the market; 1: elsewhere but outside China (or the user is in China); 2: China only
+        tier = 2 - rows["in_market"].astype(int) - ((market.region == "china") | (rows["market"] != "china"))
+        rows["chosen"] = tier == tier.groupby([rows["gpu_id"], rows["condition"]]).transform("min")
+        return rows
+    return derived((catalog.prices, catalog.fx), f"street_quotes:{cur}:{market.region}", build)
+
+
 def _summary(catalog: Catalog, currency: str) -> pd.DataFrame:
-    prices = catalog.prices
-    rates = catalog.fx.set_index("currency")["per_usd"]
+    market = market_for(catalog.market, currency)
     out = pd.DataFrame(index=pd.Index(catalog.gpus["id"], name="id"))
-    # a server quote is the price of a whole machine (several cards and the host), not of one card
-    per_card = prices[prices["channel"].fillna("").str.lower() != "server-quote"]
+    quotes = street_quotes(catalog, currency)
     for cond in ("new", "used"):
-        rows = per_card[per_card["condition"] == cond].copy()
-        rows["in_target"] = rows["currency"] == currency
-        rows["value"] = rows["price"] * (rates[currency] / rows["currency"].map(rates).to_numpy())
-        has_local = rows.groupby("gpu_id")["in_target"].transform("any")
-        rows = rows[~has_local | rows["in_target"]]
+        rows = quotes[quotes["chosen"] & (quotes["condition"] == cond)]
         dated = pd.to_datetime(rows["as_of"].astype(str), errors="coerce")
         newest = dated.groupby(rows["gpu_id"]).transform("max")
         rows = rows[dated >= newest - pd.Timedelta(days=PRICE_WINDOW_DAYS)]
@@ -54,7 +75,11 @@ def _summary(catalog: Catalog, currency: str) -> pd.DataFrame:
         out[f"price_{cond}"] = g["value"].median()
         out[f"price_{cond}_source"] = g["source"].agg(lambda s: " ; ".join(dict.fromkeys(s)))
         out[f"price_{cond}_as_of"] = g["as_of"].max()
-    market = market_for(catalog.market, currency)
+        # the market the price is from (the user's, else "outside <it>") and whether every quote it is
+        # taken from is in the display currency (else it moves with the exchange rate)
+        out[f"price_{cond}_market"] = g["in_market"].all().map(
+            {True: market.region, False: "outside " + market.region})
+        out[f"price_{cond}_local"] = g["currency"].agg(lambda s: bool((s == currency).all()))
     o = within_reach(cloud_offers(catalog, currency), market.region).sort_values("per_gpu")
     g = o.groupby("gpu_id")
     best = g.first()
@@ -179,15 +204,21 @@ def history_summary(h: pd.DataFrame, today: date | None = None) -> dict:
 
 def market_summary(catalog: Catalog, currency: str, today: date | None = None) -> dict:
     """The user's market as the pages state it: its region, the offers it admits, the newest offer's date,
-    how many are older than :data:`CLOUD_STALE_DAYS`, and how many cards are priced outside it."""
+    how many are older than :data:`CLOUD_STALE_DAYS`, how many cards are priced outside it for renting
+    (``cards_outside``) and for buying (``street_outside``: a new or used street price from elsewhere)."""
     market = market_for(catalog.market, currency)
     o = cloud_offers(catalog, currency)
     mine = o[o["in_market"] & o["kind_ok"]]
     dates = pd.to_datetime(mine["as_of"], errors="coerce")
     cutoff = pd.Timestamp((today or date.today()) - timedelta(days=CLOUD_STALE_DAYS))
-    outside = price_index(catalog, currency)["cloud_market"].astype(str).str.startswith("outside")
+    ps = price_index(catalog, currency)
+
+    def outside(col: str) -> pd.Series:
+        return ps[col].astype(str).str.startswith("outside")
+    street = outside("price_new_market") | outside("price_used_market")
     return {"region": market.region, "offers": len(mine), "newest": str(dates.max().date()) if len(mine) else None,
-            "stale": int((dates < cutoff).sum()), "cards_outside": int(outside.sum())}
+            "stale": int((dates < cutoff).sum()), "cards_outside": int(outside("cloud_market").sum()),
+            "street_outside": int(street.sum())}
 
 
 def price_summary(catalog: Catalog, currency: str) -> pd.DataFrame:
@@ -214,11 +245,22 @@ def card_table(catalog: Catalog, currency: str = "USD") -> pd.DataFrame:
 
 @dataclass(frozen=True)
 class Quote:
-    """One price of a card: the value (per card, or per GPU-hour for cloud), its sources and as-of date."""
+    """One price of a card: the value (per card, or per GPU-hour for cloud), its sources and as-of date, the
+    market it is from (the user's, or "outside <it>") and whether it is taken only from quotes in the
+    display currency (``local``; else it moves with the exchange rate)."""
 
     value: float
     source: str
     as_of: str
+    market: str = ""
+    local: bool = True
+
+    @property
+    def where(self) -> str:
+        """The market in words: "in the global market", "from outside the china market"."""
+        if self.market.startswith("outside "):
+            return f"from outside the {self.market.removeprefix('outside ')} market"
+        return f"in the {self.market} market" if self.market else ""
 
 
 @dataclass(frozen=True)
@@ -238,11 +280,13 @@ class CardPrices:
         return getattr(self, name)
 
 
-def _quote(r: dict, col: str, src_col: str, asof_col: str) -> Quote | None:
+def _quote(r: dict, col: str, src_col: str, asof_col: str, market_col: str = "", local_col: str = "") -> Quote | None:
     v = r.get(col)
     if v is None or v != v:
         return None
-    return Quote(float(v), str(r.get(src_col) or ""), str(r.get(asof_col) or ""))
+    local = r.get(local_col, True) if local_col else True
+    return Quote(float(v), str(r.get(src_col) or ""), str(r.get(asof_col) or ""),
+                 str(r.get(market_col) or "") if market_col else "", bool(local) if local == local else True)
 
 
 def card_prices(catalog: Catalog, currency: str) -> dict[str, CardPrices]:
@@ -252,13 +296,13 @@ def card_prices(catalog: Catalog, currency: str) -> dict[str, CardPrices]:
     def build(_t) -> dict[str, CardPrices]:
         out = {}
         for r in price_summary(catalog, cur).to_dict(orient="records"):
-            cloud = _quote(r, "cloud_hourly", "cloud_source", "cloud_as_of")
+            cloud = _quote(r, "cloud_hourly", "cloud_source", "cloud_as_of", "cloud_market")
             offer = str(r.get("cloud_offer") or "") if cloud else ""
             if cloud is not None:
-                cloud = Quote(cloud.value, f"{offer}: {cloud.source}", cloud.as_of)
-            out[str(r["id"])] = CardPrices(
-                str(r["id"]), cur, _quote(r, "price_new", "price_new_source", "price_new_as_of"),
-                _quote(r, "price_used", "price_used_source", "price_used_as_of"), cloud, offer)
+                cloud = Quote(cloud.value, f"{offer}: {cloud.source}", cloud.as_of, cloud.market)
+            new, used = (_quote(r, f"price_{c}", f"price_{c}_source", f"price_{c}_as_of", f"price_{c}_market",
+                                f"price_{c}_local") for c in ("new", "used"))
+            out[str(r["id"])] = CardPrices(str(r["id"]), cur, new, used, cloud, offer)
         return out
     key = f"card_prices:{cur}:{market_for(catalog.market, cur).key}:{price_store.stamp()}"
     return derived((catalog.gpus, catalog.prices, catalog.offers, catalog.fx), key, build)

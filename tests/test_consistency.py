@@ -211,6 +211,36 @@ def test_rtx_4090_in_cny_is_one_price_everywhere(cat):
     same(price, gpus["rtx-4090"]["price_new"], _rank_price(page01, "rtx-4090"), page03, claim)
 
 
+def test_rtx_4090_bought_in_cny_in_the_global_market_is_one_price_everywhere(cat):
+    """`--currency CNY --market global`: buying follows the market like renting does. `gpucost gpus`, page 01
+    and page 03 set to that market, `gpucost tco` and the claims engine give one buy-new price (and TCO), the
+    global USD price converted at one rate — not the China street price."""
+    from gpucost.offers import Market
+    from gpucost.ui.card_choice import CardChoicePage
+    from gpucost.ui.scenario_tco import ScenarioTcoPage
+
+    world = cat.with_market(Market("global"))
+    price = pricing.card_price(world, "rtx-4090", "CNY", "new")[0]
+    flags = ("--currency", "CNY", "--market", "global")
+    gpus = {g["id"]: g for g in cli("gpus", *flags)}
+    page01 = CardChoicePage(currency="CNY", min_vram_gib=24, sort_by="price")
+    page01.market_dd.value = "global"
+    engine = tco.resolve(tco.load_scenario("developer"), world, currency="CNY")
+    claim = claims.evaluate("rtx4090_price_vs_a100", world, currency="CNY").computed["gpu_price_money"]
+    same(price, gpus["rtx-4090"]["price_new"], _rank_price(page01.results_record(), "rtx-4090"),
+         engine.params.owned.price_new, claim, pricing.card_price(cat, "rtx-4090", "USD", "new")[0] * cat.fx_rate("CNY"))
+    assert price != pytest.approx(pricing.card_price(cat, "rtx-4090", "CNY", "new")[0])   # China's is another
+    out = cli("tco", "--scenario", "developer", *flags)
+    page03 = ScenarioTcoPage(scenario="developer", currency="CNY", mc_draws=0)
+    page03.market_dd.value = "global"
+    rec = page03.results_record()
+    assert rec["error"] is None and rec["market"] == "global" and out["currency"] == "CNY"
+    for oid in ("buy-new", "lease", "buy-used", "on-demand"):
+        same(next(o["total_cost"] for o in out["options"] if o["id"] == oid),
+             next(o["total_cost"] for o in rec["options"] if o["id"] == oid))
+    assert "Street prices (buy new or used, lease to own) come from the same market" in page03.asof.value
+
+
 def test_a100_new_and_used_prices_are_one_price_everywhere(cat):
     gpus = {g["id"]: g for g in cli("gpus", "--currency", "USD")}
     claim = claims.evaluate("used_a100_discount", cat, currency="USD").computed

@@ -294,3 +294,109 @@ def test_a_live_update_reads_the_published_catalogs(tmp_path):
     hist = json.loads(run_cli("prices", "history", "--gpu", "h100-sxm", "--json", env=env).stdout)["observations"]
     today = [o for o in hist if str(o["observed_at"]).startswith(date.today().isoformat())]
     assert today and all(o["price_per_gpu_hour"] > 0 for o in today)
+
+
+# ---------------------------------------------------------------------------------------------------
+# One market for renting and buying: street prices are chosen in the user's market
+# ---------------------------------------------------------------------------------------------------
+
+def _fx_rates() -> dict[str, float]:
+    """data/fx.csv read here, not through the catalog: units per USD."""
+    import csv
+
+    with open(Path(__file__).parents[1] / "data" / "fx.csv", encoding="utf-8") as f:
+        return {r["currency"]: float(r["per_usd"]) for r in csv.DictReader(f)}
+
+
+def _hand_median(gpu: str, condition: str, keep) -> float:
+    """A card's street price in USD computed here from data/prices.csv: its per-card rows (no server
+    quotes) that ``keep(row)`` admits, converted at fx.csv's rate, dated within 365 days of the newest."""
+    import csv
+    import statistics
+    from datetime import date, timedelta
+
+    rates = _fx_rates()
+    with open(Path(__file__).parents[1] / "data" / "prices.csv", encoding="utf-8") as f:
+        rows = [r for r in csv.DictReader(f) if r["gpu_id"] == gpu and r["condition"] == condition
+                and r["channel"] != "server-quote" and keep(r)]
+    newest = max(date.fromisoformat(r["as_of"]) for r in rows)
+    return statistics.median(float(r["price"]) / rates[r["currency"]] for r in rows
+                             if date.fromisoformat(r["as_of"]) >= newest - timedelta(days=365))
+
+
+def _china(r: dict) -> bool:
+    return r["region"] == "CN" or r["currency"] == "CNY"
+
+
+@pytest.mark.parametrize("region", ["global", "us", "eu", "china"])
+def test_one_markets_street_prices_in_usd_eur_and_cny_differ_by_one_rate(cat, region):
+    """With the market fixed, every card's new and used price in EUR and CNY is its USD price times the
+    fx.csv rate: the currency converts, it does not choose other quotes."""
+    from gpucost.offers import Market
+    from gpucost.pricing import price_index
+
+    rates = _fx_rates()
+    c = cat.with_market(Market(region))
+    usd = price_index(c, "USD")
+    for cur in ("EUR", "CNY"):
+        other = price_index(c, cur)
+        for col in ("price_new", "price_used"):
+            priced = usd[col].notna()
+            assert priced.sum() > 10 and other[col].notna().equals(priced)
+            for gid in usd.index[priced]:
+                assert other.loc[gid, col] == pytest.approx(usd.loc[gid, col] * rates[cur], rel=1e-12), (gid, cur)
+            assert other[f"{col}_market"].equals(usd[f"{col}_market"])
+
+
+def test_buying_follows_the_market_not_the_currency(cat):
+    """`--currency CNY --market global` buys an RTX 4090 at the global price in yuan (it used to take the
+    China street price: buying followed the currency, renting the market); `--market china` (and auto
+    with CNY) at the China quotes; the CLI says the same."""
+    from gpucost.offers import Market
+    from gpucost.pricing import card_prices
+
+    rate = _fx_rates()["CNY"]
+    global_usd = _hand_median("rtx-4090", "new", lambda r: not _china(r))      # 1800, 2000, 2200, 2800
+    china_usd = _hand_median("rtx-4090", "new", _china)                       # 15000, 26000, 40000 CNY
+    assert global_usd == pytest.approx(2100) and china_usd * rate == pytest.approx(26000)
+    in_global = card_prices(cat.with_market(Market("global")), "CNY")["rtx-4090"].new
+    assert in_global.value == pytest.approx(global_usd * rate, rel=1e-12) and in_global.market == "global"
+    assert not in_global.local                                       # USD quotes: it moves with the rate
+    for c in (cat.with_market(Market("china")), cat):                 # auto: CNY → China, as before
+        q = card_prices(c, "CNY")["rtx-4090"].new
+        assert q.value == pytest.approx(china_usd * rate, rel=1e-12) and q.market == "china" and q.local
+    assert card_prices(cat, "USD")["rtx-4090"].new.value == pytest.approx(global_usd, rel=1e-12)
+    shown = {g["id"]: g for g in json.loads(run_cli("gpus", "--currency", "CNY", "--market", "global",
+                                                    "--json").stdout)}["rtx-4090"]
+    assert shown["price_new"] == pytest.approx(global_usd * rate, rel=1e-12) and shown["price_new_market"] == "global"
+
+
+def test_a_card_with_no_quote_in_the_market_is_priced_elsewhere_marked_outside(cat):
+    """Like offers: a card's quotes in the market when it has any; else its quotes outside mainland China
+    (for a user outside it); else any (a China-only card keeps a price) — converted, marked outside."""
+    from gpucost.offers import Market
+    from gpucost.pricing import card_prices, market_summary
+
+    def q(gpu, price, currency, region, as_of="2026-06-01", condition="new"):
+        return {"gpu_id": gpu, "condition": condition, "price": float(price), "currency": currency,
+                "region": region, "channel": "retail", "source": f"test {gpu} {region}", "as_of": as_of, "notes": ""}
+    prices = pd.DataFrame([q("l4", 1000, "USD", "US"), q("l4", 1200, "USD", "global"),
+                           q("l4", 67045.7, "CNY", "CN"),                       # 10,000 USD in China
+                           q("t4", 800, "USD", "US"), q("t4", 6704.57, "CNY", "CN"),
+                           q("h20", 13000, "USD", "CN"), q("h20", 1400000, "CNY", "CN", condition="used")])
+    c = cat.with_table("prices", prices)
+    rate = _fx_rates()["CNY"]
+
+    def new(region, currency="USD", gpu="l4"):
+        return card_prices(c.with_market(Market(region)), currency)[gpu].new
+
+    assert new("us").value == pytest.approx(1100) and new("us").market == "us"          # US and global
+    assert new("eu").value == pytest.approx(1200) and new("eu").market == "eu"          # global only
+    assert new("global").value == pytest.approx(1100)
+    assert new("china", "CNY").value == pytest.approx(67045.7) and new("china", "CNY").market == "china"
+    t4_eu = new("eu", gpu="t4")                              # US only: not the China quote
+    assert t4_eu.value == pytest.approx(800) and t4_eu.market == "outside eu"
+    assert new("apac", "CNY", gpu="t4").value == pytest.approx(800 * rate)
+    h20 = new("global", gpu="h20")                           # China only: still priced, marked
+    assert h20.value == pytest.approx(13000) and h20.market == "outside global"
+    assert market_summary(c, "USD")["street_outside"] == 1

@@ -38,3 +38,35 @@ def test_the_launcher_puts_the_package_template_on_jupyter_path():
                           "import gpucost.ui as u; print(u.JUPYTER_DATA)"], capture_output=True, text=True,
                          cwd=ROOT, check=True).stdout.strip()
     assert out.endswith(os.path.join("gpucost", "ui", "jupyter"))
+
+
+def test_voila_json_names_the_module_that_puts_the_template_and_kernel_on_jupyter_path(tmp_path):
+    """What a plain `voila notebooks/` reads from the repository root (voila.json) imports
+    gpucost.ui.voila_app: Voilà's default template search then finds gpucost's template and the gpucost
+    kernel, once, ahead of the user's JUPYTER_PATH; outside Voilà's own server (a Jupyter server running
+    Voilà as an extension, such as Binder's JupyterLab) the kernel shutdown rules are left alone. Run in a
+    child process: the import changes its environment."""
+    cfg = json.loads((ROOT / "voila.json").read_text("utf-8"))
+    assert cfg["VoilaConfiguration"]["kernel_spec_manager_class"] == "gpucost.ui.voila_app.KernelSpecManager"
+    code = ("import json, os\n"
+            "from traitlets.config import Config\n"
+            "from voila.configuration import VoilaConfiguration\n"
+            "c = VoilaConfiguration(config=Config(json.load(open('voila.json'))))\n"
+            "from voila.paths import collect_template_paths\n"
+            "from jupyter_client.kernelspec import KernelSpecManager\n"
+            "from voila.shutdown_kernel_handler import VoilaShutdownKernelHandler as H\n"
+            "import gpucost.ui.voila_app as v\n"
+            "v.register()\n"
+            "print(json.dumps({'manager': c.kernel_spec_manager_class.__module__,\n"
+            "                  'path': os.environ['JUPYTER_PATH'].split(os.pathsep),\n"
+            "                  'templates': collect_template_paths(['voila', 'nbconvert'], 'gpucost', prune=True),\n"
+            "                  'kernel': KernelSpecManager().find_kernel_specs().get('gpucost'),\n"
+            "                  'rules': getattr(H, '_gpucost_guarded', False)}))\n")
+    env = {**os.environ, "JUPYTER_PATH": str(tmp_path)}
+    out = json.loads(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
+                                    env=env, check=True).stdout)
+    assert out["manager"] == "gpucost.ui.voila_app"
+    assert out["path"] == [str(JUPYTER_DATA), str(tmp_path)]        # first, once, the user's kept
+    assert str(TEMPLATE_DIR) in out["templates"]
+    assert out["kernel"] == str(JUPYTER_DATA / "kernels" / "gpucost")
+    assert out["rules"] is False

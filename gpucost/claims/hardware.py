@@ -23,6 +23,7 @@ from gpucost.claims.core import (
     gpu as rec,
 )
 from gpucost.errors import GpucostError
+from gpucost.pricing import street_quotes
 
 
 def rtx4090_fp16(cat: Catalog, gpu: str, claimed_tflops: float, tolerance_pct: float) -> dict:
@@ -185,13 +186,19 @@ def vram16_70b(cat: Catalog, model: str, vram_gib: float, context: int, allow_cp
 # Used ex-cloud A100 against new
 # --------------------------------------------------------------------------------------------------
 
-def _per_source_discounts(cat: Catalog, gpu: str) -> list[tuple[str, float]]:
-    """(source, used below new %) for each source quoting both a new and a used price of the card."""
-    p = cat.prices[cat.prices["gpu_id"] == gpu]
-    rates = cat.fx.set_index("currency")["per_usd"]
+def _quotes(cat: Catalog, gpu: str, currency: str):
+    """The card's street prices its price in the user's market is taken from (:func:`street_quotes`)."""
+    q = street_quotes(cat, currency)
+    return q[q["chosen"] & (q["gpu_id"] == gpu)]
+
+
+def _per_source_discounts(cat: Catalog, gpu: str, currency: str) -> list[tuple[str, float]]:
+    """(source, used below new %) for each source quoting both a new and a used price of the card (of
+    the quotes its price in the user's market is taken from)."""
+    p = _quotes(cat, gpu, currency)
     out: list[tuple[str, float]] = []
     for src, g in p.groupby("source", sort=True):
-        vals = g["price"] / g["currency"].map(rates).to_numpy()
+        vals = g["value"]
         n = vals[(g["condition"] == "new").to_numpy()]
         u = vals[(g["condition"] == "used").to_numpy()]
         if len(n) and len(u):
@@ -204,11 +211,11 @@ def used_a100(cat: Catalog, gpu: str, statistic: str, currency: str, claimed_pct
     ps = price_table(cat, currency)
     new, used = num(ps.loc[gpu, "price_new"]), num(ps.loc[gpu, "price_used"])
     median_discount = (1 - used / new) * 100 if (new > 0 and used > 0) else math.nan
-    per_source = _per_source_discounts(cat, gpu)
+    per_source = _per_source_discounts(cat, gpu, currency)
     same_source = statistics.median([d for _, d in per_source]) if per_source else math.nan
     value = median_discount if statistic == "median" else same_source
     verdict = compare(value, claimed_pct, tolerance_pp)
-    p = cat.prices[cat.prices["gpu_id"] == gpu]
+    p = _quotes(cat, gpu, currency)
     computed = {"currency": currency, "price_new_median_money": new, "price_used_median_money": used,
                 "discount_median_pct": median_discount, "discount_same_source_pct": same_source,
                 "sources_with_both": len(per_source), "discount_pct": value, "claimed_pct": claimed_pct,
@@ -265,7 +272,7 @@ def t4_price(cat: Catalog, t4_count: int, t4_used_price: float | None, currency:
     sourced = num(ps.loc["t4", "price_used"]) if "t4" in ps.index else math.nan
     price = t4_used_price if t4_used_price is not None else sourced
     claimed = float(cat.convert(claimed_cny, "CNY", currency))
-    rows = int(((cat.prices["gpu_id"] == "t4") & (cat.prices["condition"] == "used")).sum())
+    rows = int((_quotes(cat, "t4", currency)["condition"] == "used").sum())
     if not (price and price > 0):
         return unsupported(T("claim_t4_cluster_price_c_unsupported"),
                            {"currency": currency, "sourced_used_price_rows": rows, "claimed_money": claimed,

@@ -79,14 +79,15 @@ def add_spec(p: argparse.ArgumentParser, flag: str, name: str, *, help: str | No
 
 
 def add_market(p: argparse.ArgumentParser) -> None:
-    """``--market``, ``--provider-kinds`` and ``--no-marketplaces``: where the user rents, and from whom
-    (every cloud price is chosen there)."""
+    """``--market``, ``--provider-kinds`` and ``--no-marketplaces``: where the user rents and buys, and from
+    whom (every cloud and street price is chosen there)."""
     from gpucost.markets import MARKET_CHOICES, PROVIDER_KINDS
 
     p.add_argument("--market", default="auto", choices=MARKET_CHOICES,
-                   help="where you rent: cloud prices are chosen among this region's offers (a card with none "
-                        "is priced anywhere, marked 'outside'); auto = China for CNY, else global (outside "
-                        "mainland China) (default auto)")
+                   help="where you rent and buy: cloud prices are chosen among this region's offers and street "
+                        "prices (buy new, used, lease to own) among its quotes (a card with none is priced "
+                        "elsewhere, marked 'outside'); auto = China for CNY, else global (outside mainland "
+                        "China) (default auto)")
     p.add_argument("--provider-kinds", default=",".join(PROVIDER_KINDS), metavar="K[,K]",
                    type=_provider_kinds,
                    help=f"the kinds of provider you rent from, comma-separated ({', '.join(PROVIDER_KINDS)}; "

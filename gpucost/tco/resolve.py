@@ -1,9 +1,10 @@
 """Resolving a scenario against the catalog: every input not in the file comes from the catalog or
 ``tco_defaults.csv`` with its source (a figure that has no source is a required scenario input).
 
-Resolution happens in the display currency, so a card's price is the one of the user's market (a
-Chinese user on CNY sees the CNY street price, as on every other page) and the scenario's own money
-values are converted into it.
+Resolution happens in the display currency and the catalog's market (:mod:`gpucost.pricing`: one
+market for buying and renting — a card's street price and its cloud offers are both chosen there; auto
+follows the currency, so a Chinese user on CNY sees China's street price, as on every other page) and the
+scenario's own money values are converted into it.
 """
 
 from __future__ import annotations
@@ -132,11 +133,12 @@ def _owned_prices(c: _Ctx, g: Gpu) -> dict[str, float]:
         if val is None:
             q = prices_of.basis(cond) if prices_of is not None else None
             val = q.value if q is not None else NAN
-            rows = c.cat.prices[(c.cat.prices["gpu_id"] == g.id) & (c.cat.prices["condition"] == cond)]
-            c.exposed[key] = not (rows["currency"] == c.cur).any()
+            # the price moves with the exchange rate unless every quote it is taken from is in the currency
+            c.exposed[key] = q is None or not q.local
             if q is not None:
                 c.note(key, val, c.cur, q.source, q.as_of,
-                       "median of the catalog's rows" + (" (converted through fx.csv)" if c.exposed[key] else ""))
+                       f"median of the catalog's rows {q.where}"
+                       + (" (converted through fx.csv)" if c.exposed[key] else ""))
         prices[cond] = val
         if val != val:
             c.unavailable[f"buy-{cond}"] = ("unavail_no_price", {"what": cond, "gpu": g.name, "field": key})
@@ -215,7 +217,7 @@ def _owned(c: _Ctx) -> tuple[OwnedInputs, Gpu]:
     site = _site(c)
     rho = c.given("owned.resale_retention_per_year", "per year")
     if rho is None:
-        rho, why = resale_retention(c.cat, g.id)
+        rho, why = resale_retention(c.cat, g.id, c.cur)
         if rho != rho:
             raise GpucostError(f"{c.label}: key 'owned.resale_retention_per_year' is required ({why})")
         c.note("owned.resale_retention_per_year", rho, "per year", why)

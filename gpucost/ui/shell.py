@@ -579,18 +579,23 @@ class Page:
 
     def _market_text(self) -> str:
         """Which market the cloud prices come from, how many offers and how fresh (a warning past 90 days),
-        and how many cards are priced outside it (:func:`gpucost.pricing.market_summary`)."""
+        and how many cards are priced outside it; that street prices follow the same market, and how many
+        cards are bought outside it (:func:`gpucost.pricing.market_summary`)."""
         from gpucost.pricing import market_summary
 
         m = market_summary(self.catalog, self.state.currency)
         name = self.t(f"market_{m['region']}")
         if not m["offers"]:
-            return html.escape(self.t("prices_market_none", market=name))
-        text = html.escape(self.t("prices_market", market=name, offers=m["offers"], newest=m["newest"]))
-        if m["stale"]:
-            text += f' <span class="gc-warn">{html.escape(self.t("prices_market_old", n=m["stale"]))}</span>'
-        if m["cards_outside"]:
-            text += " " + html.escape(self.t("prices_market_outside", n=m["cards_outside"]))
+            text = html.escape(self.t("prices_market_none", market=name))
+        else:
+            text = html.escape(self.t("prices_market", market=name, offers=m["offers"], newest=m["newest"]))
+            if m["stale"]:
+                text += f' <span class="gc-warn">{html.escape(self.t("prices_market_old", n=m["stale"]))}</span>'
+            if m["cards_outside"]:
+                text += " " + html.escape(self.t("prices_market_outside", n=m["cards_outside"]))
+        text += " " + html.escape(self.t("prices_street_market"))
+        if m["street_outside"]:
+            text += " " + html.escape(self.t("prices_street_outside", n=m["street_outside"]))
         return text
 
     def _bundled_prices(self):
