@@ -176,6 +176,40 @@ def card_rate(catalog, gpu: str | None, currency: str, *, rented: bool = False, 
     return CardRate(gid, float(h.per_hour), cur, "owned", mem, h.source, h.as_of, h.notes)
 
 
+def card_rates(catalog, models: Mapping[str, str | None], currency: str, *, gpu: str | None = None,
+               rented: bool = False, hourly: float | None = None, scale: Mapping[str, int] | None = None,
+               ownership=None) -> dict[str, CardRate]:
+    """Every card's :class:`CardRate`: its model is ``gpu`` when given, else what the source names
+    (a catalog id or name, or an NVML / DCGM name such as "NVIDIA A100-SXM4-80GB", matched with
+    :func:`gpucost.monitor.match_gpu`). ``scale``: card → how many GPUs it stands for (a Slurm node):
+    its rate and memory are that many cards'. One rate is worked out once per model."""
+    from dataclasses import replace
+
+    from gpucost.monitor import match_gpu
+
+    by_model: dict[str | None, CardRate] = {}
+    out = {}
+    for card, named in models.items():
+        model = gpu
+        if model is None and named:
+            try:
+                model = catalog.gpu_id(named)
+            except UnknownNameError:
+                model, why = match_gpu(catalog, named)
+                if model is None and hourly is None:
+                    raise GpucostError(f"card {card}: {why}; give --gpu ID (the card's catalog model)") from None
+        if model not in by_model:
+            by_model[model] = card_rate(catalog, model, currency, rented=rented, hourly=hourly, ownership=ownership)
+        r = by_model[model]
+        n = int((scale or {}).get(card, 1))
+        if n != 1:
+            r = replace(r, per_hour=r.per_hour * n,
+                        memory_total_mib=None if r.memory_total_mib is None else r.memory_total_mib * n,
+                        notes=(*r.notes, f"{n} GPUs of {r.per_hour:g} {r.currency}/h each"))
+        out[card] = r
+    return out
+
+
 # --------------------------------------------------------------------------------------------------
 # Usage frames
 # --------------------------------------------------------------------------------------------------
@@ -363,6 +397,68 @@ def _shares(u: pd.DataFrame, rates: Mapping[str, CardRate], rule: str, catalog) 
     return np.clip(np.nan_to_num(w, nan=0.0), 0.0, 1.0)
 
 
+def _usage_and_currency(usage, rates: Mapping[str, CardRate]) -> tuple[pd.DataFrame, str]:
+    u = usage_frame(usage) if not set(USAGE_COLUMNS) <= set(getattr(usage, "columns", ())) else usage
+    missing = sorted(set(u["card"].unique()) - set(rates))
+    if missing:
+        raise GpucostError(f"no hourly cost for card(s) {', '.join(missing)}")
+    currencies = {r.currency for r in rates.values()}
+    if len(currencies) > 1:
+        raise GpucostError(f"the cards' rates are in several currencies: {', '.join(sorted(currencies))}")
+    return u, (currencies.pop() if currencies else "USD")
+
+
+def use_per_card(u: pd.DataFrame, rates: Mapping[str, CardRate], period: Period, by: str, rule: str,
+                 catalog=None) -> tuple[list[str], list[str], np.ndarray]:
+    """(cards, consumers, GPU-hours[card, consumer]) of a usage frame within ``period`` (see the module
+    docstring for the rule and the scaling of over-full instants)."""
+    if catalog is None and (u["mig_profile"] != "").any():
+        from gpucost.catalog import Catalog
+        catalog = Catalog()
+    start = _ns(u["start"])
+    end = start + np.nan_to_num(u["duration_s"].to_numpy(), nan=0.0) * 1e9
+    lo, hi = pd.Timestamp(period.start).value, pd.Timestamp(period.end).value
+    dt_h = (np.minimum(end, hi) - np.maximum(start, lo)) / 1e9 / SECONDS_PER_HOUR
+    keep = dt_h > 0
+    if not keep.all():
+        u, dt_h, start = u[keep].reset_index(drop=True), dt_h[keep], start[keep]
+    w = _shares(u, rates, rule, catalog)
+    card_codes, card_uniques = pd.factorize(u["card"], sort=True)
+    if len(u):  # an instant of a card whose shares add up to more than the card: scale to the whole card
+        inst_codes, inst = pd.factorize(start)
+        slot_codes, _ = pd.factorize(card_codes.astype(np.int64) * len(inst) + inst_codes)
+        w = w / np.maximum(np.bincount(slot_codes, weights=w), 1.0)[slot_codes]
+    lab_codes, lab_uniques = pd.factorize(u[by], sort=True)
+    cards = [str(c) for c in card_uniques]
+    labels = [str(x) if str(x) else UNLABELLED for x in lab_uniques]
+    n = len(labels)
+    per = np.bincount(card_codes * n + lab_codes, weights=w * dt_h,
+                      minlength=len(cards) * n).astype(float).reshape(len(cards), n)
+    return cards, labels, per
+
+
+def _card_bill(card: str, r: CardRate, row: np.ndarray, labels: list[str], hours: float,
+               idle: str) -> tuple[CardBill, np.ndarray, int, int]:
+    """One card's bill, its consumers' cents, its idle line's cents and its idle time's value in cents."""
+    n = len(labels)
+    used_h = float(row.sum())
+    idle_h = max(0.0, hours - used_h)
+    cents = int(round(r.per_hour * hours * MINOR_UNITS))
+    spread = idle == "spread" and used_h > 0
+    separate = largest_remainder(cents, np.append(row, idle_h))
+    split = largest_remainder(cents, row) if spread else separate
+    lab_cents = split[:n]
+    idle_cents = 0 if spread else int(split[n])
+    lines = [BillLine(labels[i], int(lab_cents[i]) / MINOR_UNITS, int(lab_cents[i]), float(row[i]),
+                      int(lab_cents[i]) / cents if cents else 0.0)
+             for i in range(n) if row[i] > 0 or lab_cents[i]]
+    if idle_cents or not spread:
+        lines.append(BillLine(IDLE, idle_cents / MINOR_UNITS, idle_cents, idle_h, idle_cents / cents if cents else 0.0))
+    bill = CardBill(card, r.gpu_id, r.basis, r.per_hour, hours, cents / MINOR_UNITS, cents, used_h, idle_h,
+                    idle_h / hours if hours else 0.0, tuple(lines), r.source, r.as_of, r.notes)
+    return bill, lab_cents, idle_cents, int(separate[n])
+
+
 def allocate(usage: pd.DataFrame, rates: Mapping[str, CardRate], *, period: Period | None = None,
              by: str = "user", idle: str = "spread", rule: str = "sm", catalog=None) -> Bill:
     """The bill of ``usage`` (a :func:`usage_frame`) over ``period`` (default: the span of the rows).
@@ -375,97 +471,37 @@ def allocate(usage: pd.DataFrame, rates: Mapping[str, CardRate], *, period: Peri
     catalog: for MIG profiles (data/mig_profiles.csv); the bundled one by default
     """
     _check(by, idle, rule)
-    u = usage_frame(usage) if not set(USAGE_COLUMNS) <= set(getattr(usage, "columns", ())) else usage
-    missing = sorted(set(u["card"].unique()) - set(rates))
-    if missing:
-        raise GpucostError(f"no hourly cost for card(s) {', '.join(missing)}")
-    currencies = {r.currency for r in rates.values()}
-    if len(currencies) > 1:
-        raise GpucostError(f"the cards' rates are in several currencies: {', '.join(sorted(currencies))}")
-    currency = currencies.pop() if currencies else "USD"
+    u, currency = _usage_and_currency(usage, rates)
     period = period or covering_period(u)
-    p0, p1 = pd.Timestamp(period.start), pd.Timestamp(period.end)
     hours = period.hours
-    if catalog is None and (u["mig_profile"] != "").any():
-        from gpucost.catalog import Catalog
-        catalog = Catalog()
-
-    # clip each row to the period
-    start = _ns(u["start"])
-    end = start + np.nan_to_num(u["duration_s"].to_numpy(), nan=0.0) * 1e9
-    lo, hi = p0.value, p1.value
-    dt_h = (np.minimum(end, hi) - np.maximum(start, lo)) / 1e9 / SECONDS_PER_HOUR
-    keep = dt_h > 0
-    if not keep.all():
-        u = u[keep].reset_index(drop=True)
-        dt_h = dt_h[keep]
-        start = start[keep]
-    w = _shares(u, rates, rule, catalog)
-
-    # an instant of a card whose shares add up to more than the card: scale them down to the whole card
-    card_codes, card_names = pd.factorize(u["card"], sort=True)
-    card_names = [str(c) for c in card_names]
-    if len(u):
-        inst_codes, inst = pd.factorize(start)
-        slot_codes, _ = pd.factorize(card_codes.astype(np.int64) * len(inst) + inst_codes)
-        total_w = np.bincount(slot_codes, weights=w)
-        w = w / np.maximum(total_w, 1.0)[slot_codes]
-    used = w * dt_h
-
-    lab_codes, lab_uniques = pd.factorize(u[by], sort=True)
-    lab_names = [str(x) if str(x) else UNLABELLED for x in lab_uniques]
-    n_lab = len(lab_names)
-    per = np.zeros((len(card_names), n_lab))
-    if len(u):
-        flat = np.bincount(card_codes * n_lab + lab_codes, weights=used, minlength=len(card_names) * n_lab)
-        per = flat.reshape(len(card_names), n_lab)
-
+    card_names, labels, per = use_per_card(u, rates, period, by, rule, catalog)
+    n = len(labels)
     notes: list[str] = []
     cards: list[CardBill] = []
-    cents_by_label = np.zeros(n_lab, dtype=np.int64)
-    idle_cents_total = 0
-    hours_by_label = np.zeros(n_lab)
-    idle_hours_total = 0.0
-    idle_value_cents = 0
-    all_cards = sorted(set(card_names) | set(rates))
+    cents_by_label = np.zeros(n, dtype=np.int64)
+    idle_cents_total = idle_value_cents = 0
     index_of = {c: i for i, c in enumerate(card_names)}
-    for card in all_cards:
-        r = rates[card]
-        row = per[index_of[card]] if card in index_of else np.zeros(n_lab)
-        used_h = float(row.sum())
-        idle_h = max(0.0, hours - used_h)
-        cents = int(round(r.per_hour * hours * MINOR_UNITS))
-        spread = idle == "spread" and used_h > 0
-        separate = largest_remainder(cents, np.append(row, idle_h))
-        idle_value_cents += int(separate[n_lab])
-        split = largest_remainder(cents, row) if spread else separate
-        lab_cents = split[:n_lab]
-        idle_cents = 0 if spread else int(split[n_lab])
-        if idle == "spread" and used_h == 0:
+    for card in sorted(set(card_names) | set(rates)):
+        row = per[index_of[card]] if card in index_of else np.zeros(n)
+        bill, lab_cents, idle_cents, idle_value = _card_bill(card, rates[card], row, labels, hours, idle)
+        if idle == "spread" and bill.used_gpu_hours == 0:
             notes.append(f"card {card} was idle all period: its cost stays on the idle line")
+        cards.append(bill)
         cents_by_label += lab_cents
         idle_cents_total += idle_cents
-        hours_by_label += row
-        idle_hours_total += idle_h
-        lines = [BillLine(str(lab_names[i]), int(lab_cents[i]) / MINOR_UNITS, int(lab_cents[i]), float(row[i]),
-                          int(lab_cents[i]) / cents if cents else 0.0)
-                 for i in range(n_lab) if row[i] > 0 or lab_cents[i]]
-        if idle_cents or not spread:
-            lines.append(BillLine(IDLE, idle_cents / MINOR_UNITS, idle_cents, idle_h,
-                                  idle_cents / cents if cents else 0.0))
-        cards.append(CardBill(card, r.gpu_id, r.basis, r.per_hour, hours, cents / MINOR_UNITS, cents, used_h,
-                              idle_h, idle_h / hours if hours else 0.0, tuple(lines), r.source, r.as_of, r.notes))
-
+        idle_value_cents += idle_value
     total = int(cents_by_label.sum()) + idle_cents_total
-    card_hours = hours * len(all_cards)
-    lines = [BillLine(str(lab_names[i]), int(cents_by_label[i]) / MINOR_UNITS, int(cents_by_label[i]),
+    hours_by_label = per.sum(axis=0)
+    idle_hours = sum(c.idle_gpu_hours for c in cards)
+    lines = [BillLine(labels[i], int(cents_by_label[i]) / MINOR_UNITS, int(cents_by_label[i]),
                       float(hours_by_label[i]), int(cents_by_label[i]) / total if total else 0.0)
              for i in np.argsort(-cents_by_label, kind="stable") if hours_by_label[i] > 0 or cents_by_label[i]]
     if idle_cents_total or idle == "separate":
-        lines.append(BillLine(IDLE, idle_cents_total / MINOR_UNITS, idle_cents_total, idle_hours_total,
+        lines.append(BillLine(IDLE, idle_cents_total / MINOR_UNITS, idle_cents_total, idle_hours,
                               idle_cents_total / total if total else 0.0))
+    card_hours = hours * len(cards)
     return Bill(period, by, idle, rule, currency, total / MINOR_UNITS, total, idle_value_cents / MINOR_UNITS,
-                idle_hours_total / card_hours if card_hours else 0.0, tuple(lines), tuple(cards), tuple(notes))
+                idle_hours / card_hours if card_hours else 0.0, tuple(lines), tuple(cards), tuple(notes))
 
 
 def bill_csv(bill: Bill) -> str:
@@ -486,5 +522,5 @@ def bill_csv(bill: Bill) -> str:
 
 
 __all__ = ["RULES", "IDLE_RULES", "GROUPINGS", "USAGE_COLUMNS", "UNLABELLED", "IDLE", "Period", "parse_period",
-           "covering_period", "CardRate", "card_rate", "usage_frame", "sample_durations", "mig_fractions",
-           "BillLine", "CardBill", "Bill", "largest_remainder", "allocate", "bill_csv"]
+           "covering_period", "CardRate", "card_rate", "card_rates", "usage_frame", "sample_durations", "mig_fractions",
+           "BillLine", "CardBill", "Bill", "largest_remainder", "use_per_card", "allocate", "bill_csv"]
