@@ -41,11 +41,13 @@ import pandas as pd
 
 from gpucost.errors import GpucostError, UnknownNameError
 from gpucost.serialize import Record
+from gpucost.specs import SPECS
 from gpucost.units import SECONDS_PER_HOUR
 
-RULES = ("sm", "memory")
-IDLE_RULES = ("spread", "separate")
-GROUPINGS = ("user", "project", "pod")
+#: the sharing rules, idle rules and groupings (input specs: the CLI's and the page's choices)
+RULES = tuple(SPECS["showback_rule"].choices)
+IDLE_RULES = tuple(SPECS["showback_idle"].choices)
+GROUPINGS = tuple(SPECS["showback_by"].choices)
 #: the columns of a usage frame (see the module docstring); labels may be empty
 USAGE_COLUMNS = ("card", "start", "duration_s", "user", "project", "pod", "sm_pct", "memory_mib", "mig_profile")
 #: the name of a consumer whose row has no label of the grouping, and of the idle line
@@ -142,6 +144,7 @@ class CardRate(Record):
     source: str = ""
     as_of: str = ""
     notes: tuple[str, ...] = ()
+    gpus: int = 1  # how many GPUs the "card" stands for (a Slurm node): GPU-hours are its hours × this
 
 
 def card_rate(catalog, gpu: str | None, currency: str, *, rented: bool = False, hourly: float | None = None,
@@ -203,7 +206,7 @@ def card_rates(catalog, models: Mapping[str, str | None], currency: str, *, gpu:
         r = by_model[model]
         n = int((scale or {}).get(card, 1))
         if n != 1:
-            r = replace(r, per_hour=r.per_hour * n,
+            r = replace(r, per_hour=r.per_hour * n, gpus=n,
                         memory_total_mib=None if r.memory_total_mib is None else r.memory_total_mib * n,
                         notes=(*r.notes, f"{n} GPUs of {r.per_hour:g} {r.currency}/h each"))
         out[card] = r
@@ -305,7 +308,8 @@ class BillLine(Record):
 
 @dataclass(frozen=True)
 class CardBill(Record):
-    """One card over the period: its rate, its cost, how much of it was used and how much stood idle."""
+    """One card over the period: its rate, its cost, how much of it was used and how much stood idle
+    [GPU-hours: the card's hours × ``gpus``, the GPUs it stands for]."""
 
     card: str
     gpu_id: str | None
@@ -321,6 +325,7 @@ class CardBill(Record):
     source: str = ""
     as_of: str = ""
     notes: tuple[str, ...] = ()
+    gpus: int = 1
 
 
 @dataclass(frozen=True)
@@ -449,18 +454,21 @@ def _card_bill(card: str, r: CardRate, row: np.ndarray, labels: list[str], hours
     split = largest_remainder(cents, row) if spread else separate
     lab_cents = split[:n]
     idle_cents = 0 if spread else int(split[n])
-    lines = [BillLine(labels[i], int(lab_cents[i]) / MINOR_UNITS, int(lab_cents[i]), float(row[i]),
+    g = r.gpus
+    lines = [BillLine(labels[i], int(lab_cents[i]) / MINOR_UNITS, int(lab_cents[i]), float(row[i]) * g,
                       int(lab_cents[i]) / cents if cents else 0.0)
              for i in range(n) if row[i] > 0 or lab_cents[i]]
     if idle_cents or not spread:
-        lines.append(BillLine(IDLE, idle_cents / MINOR_UNITS, idle_cents, idle_h, idle_cents / cents if cents else 0.0))
-    bill = CardBill(card, r.gpu_id, r.basis, r.per_hour, hours, cents / MINOR_UNITS, cents, used_h, idle_h,
-                    idle_h / hours if hours else 0.0, tuple(lines), r.source, r.as_of, r.notes)
+        lines.append(BillLine(IDLE, idle_cents / MINOR_UNITS, idle_cents, idle_h * g,
+                              idle_cents / cents if cents else 0.0))
+    bill = CardBill(card, r.gpu_id, r.basis, r.per_hour, hours, cents / MINOR_UNITS, cents, used_h * g,
+                    idle_h * g, idle_h / hours if hours else 0.0, tuple(lines), r.source, r.as_of, r.notes, g)
     return bill, lab_cents, idle_cents, int(separate[n])
 
 
 def allocate(usage: pd.DataFrame, rates: Mapping[str, CardRate], *, period: Period | None = None,
-             by: str = "user", idle: str = "spread", rule: str = "sm", catalog=None) -> Bill:
+             by: str = SPECS["showback_by"].default, idle: str = SPECS["showback_idle"].default,
+             rule: str = SPECS["showback_rule"].default, catalog=None) -> Bill:
     """The bill of ``usage`` (a :func:`usage_frame`) over ``period`` (default: the span of the rows).
 
     rates  : card → its :class:`CardRate` (every card of the rows needs one; a card with a rate and no
@@ -491,7 +499,8 @@ def allocate(usage: pd.DataFrame, rates: Mapping[str, CardRate], *, period: Peri
         idle_cents_total += idle_cents
         idle_value_cents += idle_value
     total = int(cents_by_label.sum()) + idle_cents_total
-    hours_by_label = per.sum(axis=0)
+    gpus = np.array([rates[c].gpus for c in card_names], dtype=float)
+    hours_by_label = (per * gpus[:, None]).sum(axis=0) if len(card_names) else np.zeros(n)
     idle_hours = sum(c.idle_gpu_hours for c in cards)
     lines = [BillLine(labels[i], int(cents_by_label[i]) / MINOR_UNITS, int(cents_by_label[i]),
                       float(hours_by_label[i]), int(cents_by_label[i]) / total if total else 0.0)
@@ -499,7 +508,7 @@ def allocate(usage: pd.DataFrame, rates: Mapping[str, CardRate], *, period: Peri
     if idle_cents_total or idle == "separate":
         lines.append(BillLine(IDLE, idle_cents_total / MINOR_UNITS, idle_cents_total, idle_hours,
                               idle_cents_total / total if total else 0.0))
-    card_hours = hours * len(cards)
+    card_hours = hours * sum(c.gpus for c in cards)
     return Bill(period, by, idle, rule, currency, total / MINOR_UNITS, total, idle_value_cents / MINOR_UNITS,
                 idle_hours / card_hours if card_hours else 0.0, tuple(lines), tuple(cards), tuple(notes))
 

@@ -90,6 +90,10 @@ def test_sacct_export_bills_allocated_gpus_of_each_node():
     assert b.total == 5760.0
     by_project = allocate(use.frame, rates, period=parse_period("2026-11"), by="project", idle="separate")
     assert costs(by_project) == {"physics": 164.0, "chemistry": 28.0, IDLE: 5568.0}
+    # GPU-hours count GPUs, not nodes: physics 20 + 144, idle 2 × 4 × 720 − 192
+    assert {ln.name: ln.gpu_hours for ln in by_project.lines} == pytest.approx(
+        {"physics": 164.0, "chemistry": 28.0, IDLE: 5568.0})
+    assert by_project.idle_share == pytest.approx(5568 / 5760)
 
 
 def test_sacct_needs_the_gpus_per_node(tmp_path):
