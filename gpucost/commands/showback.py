@@ -52,6 +52,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--metric", default="auto", choices=("auto", "engine", "util"),
                    help="prometheus: SM share from DCGM_FI_PROF_GR_ENGINE_ACTIVE (engine), DCGM_FI_DEV_GPU_UTIL "
                         "(util) or the first the server has (auto)")
+    p.add_argument("--budget", default=None, metavar="FILE",
+                   help="monthly budgets per user or project (YAML or CSV): what each has spent of its budget "
+                        "and, at the current rate, will have spent by the end of the period")
     p.add_argument("--csv", action="store_true", help="print the bill as CSV (a spreadsheet, an invoice)")
     p.add_argument("--json", action="store_true", help="print JSON")
 
@@ -118,11 +121,18 @@ def run(args: argparse.Namespace):
     rates = card_rates(cat, use.models, args.currency, gpu=args.gpu, rented=args.rented, hourly=args.hourly,
                        scale=use.scale, ownership=own)
     bill = allocate(use.frame, rates, period=period, by=args.by, idle=args.idle, rule=args.rule, catalog=cat)
+    status = None
+    if args.budget:
+        from gpucost.spend_budgets import budget_status, read_budgets
+
+        budgets = read_budgets(args.budget)
+        status = budget_status(bill, budgets, rate=float(cat.convert(1.0, budgets.currency, bill.currency)))
     if args.csv:
         return bill_csv(bill)
     out = bill.to_dict()
     out["source"] = use.source
     out["notes"] = [*use.notes, *bill.notes]
+    out["budgets"] = None if status is None else [s.to_dict() for s in status]
     return out
 
 
@@ -143,5 +153,9 @@ def render_text(r) -> str:
         n = f"{c['gpus']} × " if c["gpus"] != 1 else ""
         lines.append(f"  card {c['card']}: {n}{c['gpu_id'] or '?'} {c['basis']} {c['per_hour']:.4f} {cur}/h × "
                      f"{c['hours']:g} h = {c['cost']:,.2f} {cur}")
+    for b in r.get("budgets") or []:
+        flag = "  OVER BUDGET" if b["over"] else ("  will pass it at the current rate" if b["will_pass"] else "")
+        lines.append(f"  budget {b['name']}: spent {b['spent']:,.2f} of {b['budget']:,.2f} {cur}, "
+                     f"{b['projected']:,.2f} by the end of the period{flag}")
     lines += [f"  note: {n}" for n in r["notes"]]
     return "\n".join(lines)
