@@ -259,7 +259,8 @@ def sample_durations(df: pd.DataFrame, interval_s: float | None = None) -> pd.Se
         gaps = np.diff(ts) / 1e9
         nominal = float(interval_s) if interval_s else (float(np.median(gaps)) if len(gaps) else 0.0)
         if not nominal > 0:
-            raise GpucostError("cannot tell how long each sample stands for: give the sampling interval")
+            raise GpucostError("cannot tell how long each sample stands for (one sample per card): give the "
+                               "sampling interval (--interval) or a duration_s column")
         per_instant = np.minimum(np.append(gaps, nominal), nominal)
         out[idx] = per_instant[np.searchsorted(ts, t[idx])]
     return pd.Series(out, index=df.index)

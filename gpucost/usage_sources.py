@@ -67,13 +67,15 @@ MAX_POINTS_PER_QUERY = 10_000
 class Usage:
     """Usage rows from one source: ``frame`` (:func:`gpucost.showback.usage_frame`), the card models the
     source names (card → a GPU name or catalog id, None when it does not say), and ``scale`` (card → how
-    many GPUs the "card" is: a sacct node)."""
+    many GPUs the "card" is: a sacct node) and ``period``, the span the source watched when it knows it
+    (the probe: a card no process used over it is billed idle)."""
 
     frame: pd.DataFrame
     models: dict[str, str | None]
     source: str
     scale: dict[str, int] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
+    period: Period | None = None  # the span the source watched (the probe), when it knows it
 
 
 # --------------------------------------------------------------------------------------------------
@@ -336,7 +338,8 @@ def read_probe(duration_s: float, interval_s: float, *, sample_fn: Callable[[], 
                              "user": p.get("user") or "", "project": "",
                              "pod": f"{p['pid']} {p.get('name') or ''}".strip(), "sm_pct": p.get("sm_pct"),
                              "memory_mib": p.get("memory_mib"), "mig_profile": p.get("mig_profile") or ""})
-    return Usage(usage_frame(rows), models, "probe")
+    span = Period(t_wall.to_pydatetime(), (t_wall + pd.Timedelta(seconds=n * interval_s)).to_pydatetime())
+    return Usage(usage_frame(rows), models, "probe", period=span)
 
 
 __all__ = ["Usage", "CSV_COLUMNS", "SACCT_COLUMNS", "read_csv", "read_prometheus", "read_probe"]

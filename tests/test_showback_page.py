@@ -76,3 +76,14 @@ def test_chinese_page():
     html_ = page.showback_box.value
     assert "谁用了 GPU" in html_ and "（空闲）" in html_ and "下载账单" in html_
     assert dict(page.sb_idle.options)["单独列为一行"] == "separate"
+
+
+def test_page_and_cli_give_the_same_bill():
+    """The page and `gpucost showback --from probe --demo` bill the same demo hour the same, to the cent."""
+    from .conftest import cli_json
+
+    page = GpuProbePage(demo=True, frame_delay_s=0, watch_s=3600, interval_s=60)
+    on_page = {ln["name"]: ln["cost_cents"] for ln in page.results_record()["showback"]["lines"]}
+    out = cli_json("showback", "--from", "probe", "--demo", "--watch", "3600", "--interval", "60")
+    assert {ln["name"]: ln["cost_cents"] for ln in out["lines"]} == on_page
+    assert sum(on_page.values()) == out["total_cents"]

@@ -285,3 +285,18 @@ def test_read_probe_rows_stand_for_one_interval(_real_nvml_after):
     assert len(use.frame) == 5 * 5  # 5 samples × 5 processes
     assert set(use.frame["duration_s"]) == {60.0}
     assert use.frame["start"].min() == pd.Timestamp("2026-11-02", tz="UTC")
+
+
+def test_a_gpu_no_process_used_is_billed_idle_over_the_watch(_real_nvml_after):
+    # two fake cards, nobody on the second: 10 min at 60 s; the probe's span is the watch (600 s)
+    busy = FakeGPU(name="NVIDIA A100-SXM4-80GB", uuid="GPU-busy", memory_total_mib=81920,
+                   processes=[FakeProcess(1, "job", 100.0, user="ana", sm_util=50)])
+    empty = FakeGPU(name="NVIDIA A100-SXM4-80GB", uuid="GPU-empty", memory_total_mib=81920)
+    sim = SimClock()
+    probe.set_nvml(FakeNVML([busy, empty], clock=sim))
+    use = read_probe(600, 60, sample_fn=probe.process_samples, clock=sim, sleep=sim.sleep,
+                     wall_start=datetime(2026, 11, 2, tzinfo=UTC))
+    assert use.period.hours == pytest.approx(600 / 3600)
+    # 6.00/h per card for 10 min = 1.00 each: ana 50 % of the first = 0.50; idle 0.50 + 1.00
+    b = allocate(use.frame, card_rates(Catalog(), use.models, "USD", hourly=6.0), period=use.period, idle="separate")
+    assert costs(b) == {"ana": 0.50, IDLE: 1.50}

@@ -120,7 +120,7 @@ def run(args: argparse.Namespace):
     own = Ownership(years=args.amortize_years, electricity_per_kwh=args.kwh_price)
     rates = card_rates(cat, use.models, args.currency, gpu=args.gpu, rented=args.rented, hourly=args.hourly,
                        scale=use.scale, ownership=own)
-    bill = allocate(use.frame, rates, period=period, by=args.by, idle=args.idle, rule=args.rule, catalog=cat)
+    bill = allocate(use.frame, rates, period=period or use.period, by=args.by, idle=args.idle, rule=args.rule, catalog=cat)
     status = None
     if args.budget:
         from gpucost.spend_budgets import budget_status, read_budgets
