@@ -221,9 +221,11 @@ def usage_frame(rows) -> pd.DataFrame:
     """A usage frame (:data:`USAGE_COLUMNS`) from a frame or an iterable of mappings: ``start`` as UTC
     timestamps, numbers as floats (NaN: not read), labels as categories of strings ("" when missing)."""
     df = rows.copy() if isinstance(rows, pd.DataFrame) else pd.DataFrame(list(rows))
+    labels = ("card", "user", "project", "pod", "mig_profile")
     for col in USAGE_COLUMNS:
         if col not in df.columns:
-            df[col] = "" if col in ("user", "project", "pod", "mig_profile") else np.nan
+            df[col] = pd.Categorical.from_codes(np.zeros(len(df), dtype=np.int8), categories=pd.Index([""], dtype=object)) \
+                if col in labels else np.nan
     df = df[list(USAGE_COLUMNS)]
     if len(df):
         df["start"] = pd.to_datetime(df["start"], utc=True)
@@ -231,9 +233,11 @@ def usage_frame(rows) -> pd.DataFrame:
         df["start"] = pd.to_datetime(pd.Series([], dtype="object"), utc=True)
     for col in ("duration_s", "sm_pct", "memory_mib"):
         df[col] = pd.to_numeric(df[col], errors="coerce").astype(float)
-    for col in ("card", "user", "project", "pod", "mig_profile"):
+    for col in labels:
         # categories: a month of samples names a few cards and consumers millions of times
-        df[col] = _labels(df[col])
+        if not (isinstance(df[col].dtype, pd.CategoricalDtype) and list(df[col].cat.categories) == [""]
+                and not df[col].isna().any()):
+            df[col] = _labels(df[col])
     return df
 
 
