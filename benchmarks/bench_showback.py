@@ -17,7 +17,14 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from timing import measure  # noqa: E402
 
-from gpucost.showback import CardRate, allocate, parse_period, sample_durations, usage_frame  # noqa: E402
+from gpucost.showback import (  # noqa: E402
+    CardRate,
+    allocate,
+    cost_over_time,
+    parse_period,
+    sample_durations,
+    usage_frame,
+)
 
 CARDS, PROCESSES, MINUTES = 8, 50, 30 * 24 * 60
 
@@ -56,6 +63,8 @@ def main() -> None:
     measure("allocate by user, memory rule",
             lambda: allocate(usage, rates, period=nov, rule="memory"), repeat=args.repeat, warmup=1,
             target_ms=1000)
+    measure("cost_over_time by user, 30 daily bars", lambda: cost_over_time(usage, rates, nov, bins=30),
+            repeat=args.repeat, warmup=1, target_ms=1000)
     measure("usage_frame (a source's rows → the usage frame)", lambda: usage_frame(raw),
             repeat=max(3, args.repeat // 2), warmup=1)
     measure("sample_durations (sampled series → durations)", lambda: sample_durations(usage),

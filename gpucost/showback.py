@@ -418,10 +418,21 @@ def _usage_and_currency(usage, rates: Mapping[str, CardRate]) -> tuple[pd.DataFr
     return u, (currencies.pop() if currencies else "USD")
 
 
-def use_per_card(u: pd.DataFrame, rates: Mapping[str, CardRate], period: Period, by: str, rule: str,
-                 catalog=None) -> tuple[list[str], list[str], np.ndarray]:
-    """(cards, consumers, GPU-hours[card, consumer]) of a usage frame within ``period`` (see the module
-    docstring for the rule and the scaling of over-full instants)."""
+@dataclass(frozen=True)
+class _RowUse:
+    """Each usage row within a period: its start [ns], its card's code, its consumer's code and the
+    GPU-hours of its card it used (share × hours)."""
+
+    start: np.ndarray
+    card_codes: np.ndarray
+    cards: list[str]
+    lab_codes: np.ndarray
+    labels: list[str]
+    used_h: np.ndarray
+
+
+def _row_use(u: pd.DataFrame, rates: Mapping[str, CardRate], period: Period, by: str, rule: str,
+             catalog=None) -> _RowUse:
     if catalog is None and (u["mig_profile"] != "").any():
         from gpucost.catalog import Catalog
         catalog = Catalog()
@@ -439,12 +450,46 @@ def use_per_card(u: pd.DataFrame, rates: Mapping[str, CardRate], period: Period,
         slot_codes, _ = pd.factorize(card_codes.astype(np.int64) * len(inst) + inst_codes)
         w = w / np.maximum(np.bincount(slot_codes, weights=w), 1.0)[slot_codes]
     lab_codes, lab_uniques = pd.factorize(u[by], sort=True)
-    cards = [str(c) for c in card_uniques]
-    labels = [str(x) if str(x) else UNLABELLED for x in lab_uniques]
-    n = len(labels)
-    per = np.bincount(card_codes * n + lab_codes, weights=w * dt_h,
-                      minlength=len(cards) * n).astype(float).reshape(len(cards), n)
-    return cards, labels, per
+    return _RowUse(np.maximum(start, lo), card_codes, [str(c) for c in card_uniques], lab_codes,
+                   [str(x) if str(x) else UNLABELLED for x in lab_uniques], w * dt_h)
+
+
+def use_per_card(u: pd.DataFrame, rates: Mapping[str, CardRate], period: Period, by: str, rule: str,
+                 catalog=None) -> tuple[list[str], list[str], np.ndarray]:
+    """(cards, consumers, GPU-hours[card, consumer]) of a usage frame within ``period`` (see the module
+    docstring for the rule and the scaling of over-full instants)."""
+    r = _row_use(u, rates, period, by, rule, catalog)
+    n = len(r.labels)
+    per = np.bincount(r.card_codes * n + r.lab_codes, weights=r.used_h,
+                      minlength=len(r.cards) * n).astype(float).reshape(len(r.cards), n)
+    return r.cards, r.labels, per
+
+
+def cost_over_time(usage, rates: Mapping[str, CardRate], period: Period, *, by: str = SPECS["showback_by"].default,
+                   rule: str = SPECS["showback_rule"].default, bins: int = 24, catalog=None) -> pd.DataFrame:
+    """What each consumer's use cost in each of ``bins`` equal stretches of ``period`` [currency; not
+    rounded], and the idle time as its own column (``IDLE``): each stretch's row adds up to what the cards
+    cost over it, and the columns over the whole period to :func:`allocate` with ``idle="separate"``
+    before its rounding to cents. A row counts in the stretch where it starts (samples shorter than a
+    stretch, as the probe's, fall in one). Indexed by each stretch's start."""
+    _check(by, "separate", rule)
+    if not (isinstance(bins, int) and bins >= 1):
+        raise GpucostError(f"bins must be a whole number >= 1, not {bins}")
+    u, _currency = _usage_and_currency(usage, rates)
+    r = _row_use(u, rates, period, by, rule, catalog)
+    lo = pd.Timestamp(period.start).value
+    width = (pd.Timestamp(period.end).value - lo) / bins
+    b = np.clip(((r.start - lo) // width).astype(np.int64), 0, bins - 1) if len(r.start) else r.start.astype(np.int64)
+    per_hour = np.array([rates[c].per_hour for c in r.cards], dtype=float)
+    cost = r.used_h * per_hour[r.card_codes] if len(r.start) else r.used_h
+    n = len(r.labels)
+    table = np.bincount(b * n + r.lab_codes, weights=cost, minlength=bins * n).astype(float).reshape(bins, n)
+    bin_h = period.hours / bins
+    idle = sum(x.per_hour for x in rates.values()) * bin_h - table.sum(axis=1)
+    starts = pd.date_range(pd.Timestamp(period.start), periods=bins, freq=pd.Timedelta(hours=bin_h))
+    out = pd.DataFrame(table, index=starts, columns=r.labels)
+    out[IDLE] = np.maximum(idle, 0.0)
+    return out
 
 
 def _card_bill(card: str, r: CardRate, row: np.ndarray, labels: list[str], hours: float,
@@ -537,4 +582,5 @@ def bill_csv(bill: Bill) -> str:
 
 __all__ = ["RULES", "IDLE_RULES", "GROUPINGS", "USAGE_COLUMNS", "UNLABELLED", "IDLE", "Period", "parse_period",
            "covering_period", "CardRate", "card_rate", "card_rates", "usage_frame", "sample_durations", "mig_fractions",
-           "BillLine", "CardBill", "Bill", "largest_remainder", "use_per_card", "allocate", "bill_csv"]
+           "BillLine", "CardBill", "Bill", "largest_remainder", "use_per_card", "cost_over_time", "allocate",
+           "bill_csv"]

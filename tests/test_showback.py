@@ -247,3 +247,21 @@ def test_more_use_never_costs_less(rows, extra, idle):
         b = allocate(frame, RATES, period=DAY, idle=idle)
         return sum(ln.cost_cents for ln in b.lines if ln.name == "ana")
     assert owed(more) >= owed(base)
+
+
+def test_cost_over_time_stacks_to_the_cards_cost_in_each_stretch():
+    # 4 h at 2.00/h: ana 30 % all along, ben 50 % for the first 2 h; two 2-hour stretches of 4.00 each:
+    # ana 0.3 × 2 h × 2.00 = 1.20 in both, ben 0.5 × 2 × 2 = 2.00 then 0, idle the rest
+    from gpucost.showback import cost_over_time
+
+    rows = [dict(card="g", start=T0 + pd.Timedelta(hours=h), duration_s=3600, user=u, sm_pct=p)
+            for h in range(4) for u, p in (("ana", 30), ("ben", 50 if h < 2 else 0))]
+    period = parse_period("2026-11-01T00:00..2026-11-01T04:00")
+    t = cost_over_time(usage_frame(rows), {"g": given_rate(2.0)}, period, bins=2)
+    got = t.to_dict(orient="list")
+    for name, want in {"ana": [1.2, 1.2], "ben": [2.0, 0.0], IDLE: [0.8, 2.8]}.items():
+        assert got[name] == pytest.approx(want), name
+    assert list(t.index) == [T0, T0 + pd.Timedelta(hours=2)]
+    # the columns over the period are the separate bill (before cents)
+    b = allocate(usage_frame(rows), {"g": given_rate(2.0)}, period=period, idle="separate")
+    assert {ln.name: ln.cost for ln in b.lines} == pytest.approx(t.sum().to_dict())

@@ -87,3 +87,17 @@ def test_page_and_cli_give_the_same_bill():
     out = cli_json("showback", "--from", "probe", "--demo", "--watch", "3600", "--interval", "60")
     assert {ln["name"]: ln["cost_cents"] for ln in out["lines"]} == on_page
     assert sum(on_page.values()) == out["total_cents"]
+
+
+def test_stacked_chart_of_cost_per_user_over_the_watch():
+    # an hour in 12 five-minute bars: alice's cost is in every bar (A100 notebook), bob's too; idle on top
+    page = demo_page(watch_s=3600, interval_s=60)
+    rec = page.results_record()
+    assert rec["showback_chart_traces"] == ["alice", "bob", "carol", "dave", "(idle)"]
+    t = page.bill_over_time
+    assert len(t) == 12
+    # each bar stacks up to both cards' cost over five minutes
+    per_hour = sum(c["per_hour"] for c in rec["showback"]["cards"])
+    assert t.sum(axis=1).to_list() == pytest.approx([per_hour * 5 / 60] * 12)
+    # alice ran 62 % of the RTX 4090 in the first 20 minutes and 1 % after: her first bar is the larger
+    assert t["alice"].iloc[0] > t["alice"].iloc[-1] > 0

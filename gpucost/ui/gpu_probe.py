@@ -29,8 +29,9 @@ from gpucost.ui.chart import TEMPLATE
 from gpucost.ui.sharing_scaling import download_link
 from gpucost.ui.shell import Page
 
-#: the file name of the bill the page offers for download
+#: the file name of the bill the page offers for download, and the stacked chart's bars at most
 BILL_FILE = "gpu-bill.csv"
+SHOWBACK_BINS = 12
 #: (label seconds) choices for the sampling duration and interval
 DURATIONS_S = (10, 30, 60, 300, 900, 3600, 7200)
 INTERVALS_S = (1, 2, 5, 15, 60)
@@ -98,6 +99,7 @@ class GpuProbePage(Page):
         self.usage_rows: list[dict] = []  # the processes seen at each sample (showback)
         self.models: dict[str, str | None] = {}
         self.bill: showback.Bill | None = None
+        self.bill_over_time = None  # cost per consumer per stretch of the watch (the stacked chart)
         self._bill_error = ""
         self._wall0 = datetime.now(UTC)
         super().__init__(lang=lang, currency=currency, catalog=catalog)
@@ -193,8 +195,10 @@ class GpuProbePage(Page):
         self.waste.add_class("gc-probe-waste")
         self.showback_box = w.HTML()
         self.showback_box.add_class("gc-probe-showback")
+        self.sb_chart = self.figure_box("gc-probe-sb-chart")
+        self.sb_fig: go.Figure | None = None
         self.results.children = [self.banner, self.gpu_table, self.value_box, self.chart, self.summary,
-                                 self.verdicts, self.waste, self.showback_box]
+                                 self.verdicts, self.waste, self.showback_box, self.sb_chart]
 
         self.probe_btn.on_click(lambda _: self._on_probe())
         self.start_btn.on_click(lambda _: self.start_watch())
@@ -334,7 +338,7 @@ class GpuProbePage(Page):
 
     def _bill(self, years: float, kwh: float | None) -> None:
         """The showback bill of the watch: the cards' owned cost (economics, as `gpucost showback`)."""
-        self.bill, self._bill_error = None, ""
+        self.bill, self._bill_error, self.bill_over_time = None, "", None
         if not self.usage_rows and not self.models:
             return
         try:
@@ -343,8 +347,11 @@ class GpuProbePage(Page):
             # the watch: from its start, one interval per sample taken
             n = len({s.t_s for s in self.samples})
             period = showback.Period(self._wall0, self._wall0 + timedelta(seconds=n * self.watch_interval_s))
-            self.bill = showback.allocate(showback.usage_frame(self.usage_rows), rates, period=period,
-                                          by=self.sb_by.value, idle=self.sb_idle.value, catalog=self.catalog)
+            frame = showback.usage_frame(self.usage_rows)
+            self.bill = showback.allocate(frame, rates, period=period, by=self.sb_by.value, idle=self.sb_idle.value,
+                                          catalog=self.catalog)
+            self.bill_over_time = showback.cost_over_time(frame, rates, period, by=self.sb_by.value,
+                                                          bins=max(1, min(SHOWBACK_BINS, n)), catalog=self.catalog)
         except GpucostError as exc:
             self._bill_error = str(exc)
 
@@ -621,6 +628,7 @@ class GpuProbePage(Page):
 
     def _draw_showback(self) -> None:
         head = f"<b>{html.escape(self.t('probe_sb_head'))}</b>"
+        self._draw_showback_chart()
         err = self._bill_error
         if err:
             self.showback_box.value = f'{head}<p class="gc-msg-error">{html.escape(err)}</p>'
@@ -650,6 +658,26 @@ class GpuProbePage(Page):
             + f"</tbody></table></div><p class='gc-probe-sb-idle-share'>{html.escape(idle)}</p>"
             f"<ul class='gc-help'>{rates}</ul><p>{link}</p>")
 
+    def _draw_showback_chart(self) -> None:
+        """Cost per user (or process) in each stretch of the watch, stacked, idle on top."""
+        t = self.bill_over_time
+        if t is None or self.bill is None:
+            self.sb_fig = None
+            self.clear_figure(self.sb_chart)
+            return
+        minutes = self.watch_duration_s >= 600
+        x = [(ts - t.index[0]).total_seconds() / (60.0 if minutes else 1.0) for ts in t.index]
+        names = {showback.IDLE: self.t("probe_sb_idle_name"), showback.UNLABELLED: self.t("probe_sb_unlabelled")}
+        fig = go.Figure(layout=dict(
+            height=340, margin=dict(l=60, r=30, t=50, b=50), template=TEMPLATE, barmode="stack",
+            legend=dict(orientation="h", y=-0.25), title=self.t("probe_sb_chart_title") + (" — DEMO" if self.demo else ""),
+            xaxis=dict(title=self.t("probe_axis_time", unit="min" if minutes else "s")),
+            yaxis=dict(title=self.bill.currency)))
+        for k, col in enumerate(t.columns):
+            color = "#bbbbbb" if col == showback.IDLE else COLORS[k % len(COLORS)]
+            fig.add_bar(x=x, y=[float(v) for v in t[col]], name=names.get(col, col), marker=dict(color=color))
+        self.sb_fig = self.show_figure(self.sb_chart, fig)
+
     # -- record ------------------------------------------------------------------------------------
     def results_record(self) -> dict:
         rec = super().results_record()
@@ -678,5 +706,6 @@ class GpuProbePage(Page):
             "handoff": self.handoff_record,
             "showback": None if self.bill is None else self.bill.to_dict(),
             "showback_html": self.showback_box.value,
+            "showback_chart_traces": [tr.name for tr in self.sb_fig.data] if self.sb_fig is not None else [],
         })
         return rec
