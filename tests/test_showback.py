@@ -265,3 +265,28 @@ def test_cost_over_time_stacks_to_the_cards_cost_in_each_stretch():
     # the columns over the period are the separate bill (before cents)
     b = allocate(usage_frame(rows), {"g": given_rate(2.0)}, period=period, idle="separate")
     assert {ln.name: ln.cost for ln in b.lines} == pytest.approx(t.sum().to_dict())
+
+
+@given(st.integers(0, 10**9), st.lists(st.floats(0, 1e6), min_size=1, max_size=20))
+def test_largest_remainder_adds_up_and_stays_within_a_unit_of_each_exact_share(total, weights):
+    parts = largest_remainder(total, weights)
+    if sum(weights) == 0:
+        assert list(parts) == [0] * len(weights)
+        return
+    assert int(parts.sum()) == total
+    exact = [total * w / sum(weights) for w in weights]
+    assert all(abs(int(p) - e) < 1 + 1e-6 for p, e in zip(parts, exact, strict=True))
+
+
+@given(st.lists(st.tuples(st.integers(0, 23), st.sampled_from(["ana", "ben"]), st.floats(0, 81920),
+                          st.sampled_from(["", "", "3g.40gb", "4g.40gb"])), min_size=1, max_size=20),
+       st.sampled_from(["sm", "memory"]), st.sampled_from(["spread", "separate"]))
+def test_memory_and_mig_rows_add_up_to_the_cent_too(rows, rule, idle):
+    frame = usage_frame([dict(card="g0", start=T0 + pd.Timedelta(hours=h), duration_s=3600, user=u, memory_mib=m,
+                              sm_pct=50, mig_profile=p) for h, u, m, p in rows])
+    b = allocate(frame, {"g0": given_rate(1.37)}, period=DAY, idle=idle, rule=rule, catalog=MIG_CATALOG)
+    assert b.total_cents == 3288 == sum(ln.cost_cents for ln in b.lines)
+    assert all(ln.cost_cents >= 0 for ln in b.lines)
+
+
+MIG_CATALOG = Catalog()
