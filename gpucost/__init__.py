@@ -39,6 +39,11 @@ _LAZY = {
     # monitoring (gpucost.probe is the only module that touches NVML)
     "match_gpu": "gpucost.monitor",
     "summarize": "gpucost.monitor",
+    # showback: who used shared cards and what each owes
+    "allocate": "gpucost.showback",
+    "card_rates": "gpucost.showback",
+    "read_usage_csv": "gpucost.usage_sources",
+    "read_prometheus": "gpucost.usage_sources",
     # rules of thumb
     "claim_ids": "gpucost.claims",
     "evaluate_all": "gpucost.claims",
@@ -47,7 +52,11 @@ _LAZY = {
 __all__ = [*_LAZY, "__version__"]
 
 
+#: public names that differ from the name in their module
+_RENAMED = {"read_usage_csv": "read_csv"}
+
+
 def __getattr__(name: str) -> Any:
     if name in _LAZY:
-        return getattr(importlib.import_module(_LAZY[name]), name)
+        return getattr(importlib.import_module(_LAZY[name]), _RENAMED.get(name, name))
     raise AttributeError(f"module 'gpucost' has no attribute {name!r}")

@@ -15,7 +15,8 @@ Scenarios (each a function returning a :class:`FakeNVML`):
 * :func:`two_gpus` — an RTX 4090 and an A100 80GB, different in every capability;
 * :func:`fleet` — N copies of an H100 (for the benchmark);
 * :func:`demo` — the page's demo: an RTX 4090 busy then idle, an A100 with full memory, driven by a
-  clock (simulated time), every number stated in :data:`DEMO_SCRIPT`.
+  clock (simulated time), every number stated in :data:`DEMO_SCRIPT`; five processes of four users
+  (alice, bob, carol, dave) share the two cards, each with its SM share.
 
 The figures here describe make-believe GPUs; they are not measurements and not catalog data.
 """
@@ -80,12 +81,23 @@ class FakeMig:
     uuid: str = ""
 
 
+#: NVML's "no MIG instance" gpuInstanceId in a process record (0xFFFFFFFF)
+NO_INSTANCE = 0xFFFFFFFF
+
+
 @dataclass
 class FakeProcess:
+    """A process on a fake GPU. ``sm_util``: its share of SM time [%] (nvmlDeviceGetProcessUtilization),
+    a number or a function of the fake's clock; ``user``: who owns it (the probe asks the fake instead of
+    /proc, where these pids do not exist); ``gpu_instance_id``: its MIG instance."""
+
     pid: int
     name: str
     used_memory_mib: float | None  # None: NVML could not say (Windows WDDM, some containers)
     kind: str = "compute"  # compute | graphics
+    user: str | None = None
+    sm_util: float | Callable[[float], float] = 0.0
+    gpu_instance_id: int = NO_INSTANCE
 
 
 @dataclass
@@ -339,8 +351,31 @@ class FakeNVML:
     def _procs(self, h: _Handle, kind: str, fn: str) -> list:
         gpu = self._live(h, fn)
         return [SimpleNamespace(pid=p.pid, usedGpuMemory=None if p.used_memory_mib is None
-                                else int(p.used_memory_mib * MIB))
+                                else int(p.used_memory_mib * MIB), gpuInstanceId=p.gpu_instance_id,
+                                computeInstanceId=0 if p.gpu_instance_id != NO_INSTANCE else NO_INSTANCE)
                 for p in gpu.processes if p.kind == kind]
+
+    def nvmlDeviceGetProcessUtilization(self, h: _Handle, last_seen_timestamp: int) -> list:
+        """One sample per process since ``last_seen_timestamp`` [µs]: its SM share now; NotFound when no
+        process ran (as NVML says then), NotSupported in MIG mode."""
+        gpu = self._live(h, "nvmlDeviceGetProcessUtilization")
+        if gpu.mig_mode == NVML_DEVICE_MIG_ENABLE:
+            self._raise("NVMLError_NotSupported")
+        now_us = int(self.now() * 1e6) + 1
+        procs = [p for p in gpu.processes if p.kind == "compute"]
+        if not procs or now_us <= last_seen_timestamp:
+            self._raise("NVMLError_NotFound")
+        return [SimpleNamespace(pid=p.pid, timeStamp=now_us,
+                                smUtil=int(round(p.sm_util(self.now()) if callable(p.sm_util) else p.sm_util)),
+                                memUtil=0, encUtil=0, decUtil=0) for p in procs]
+
+    def process_owner(self, pid: int) -> str | None:
+        """Who owns fake process ``pid`` (the fake's stand-in for /proc/PID's owner)."""
+        for gpu in self.gpus:
+            for p in gpu.processes:
+                if p.pid == pid:
+                    return p.user
+        return None
 
     def nvmlDeviceGetComputeRunningProcesses(self, h: _Handle) -> list:
         return self._procs(h, "compute", "nvmlDeviceGetComputeRunningProcesses")
@@ -444,6 +479,8 @@ DEMO_SCRIPT = {
                      "temperature_c": 44, "sm_clock_mhz": 210},
     "a100": {"util_gpu": 45, "util_mem": 30, "memory_used_mib": 78000.0, "power_w": 250.0,
              "temperature_c": 52, "sm_clock_mhz": 1410},
+    #: each demo process's share of SM time [%]: (while the RTX 4090 is busy, after) or one steady share
+    "process_sm_pct": {"train": (62, 1), "jupyter": (28, 2), "vllm": 35, "eval": 8, "notebook": 2},
 }
 
 
@@ -457,8 +494,17 @@ def demo(clock: Callable[[], float] | None = None, errors: Any = None) -> FakeNV
     def a100(t: float) -> dict:
         return s["a100"]
 
-    gpus = [_rtx_4090(script=rtx, processes=[FakeProcess(4242, "python train.py (demo)", 20500.0)]),
-            _a100_80gb(script=a100, processes=[FakeProcess(5151, "vllm serve (demo)", 77000.0)])]
+    def share(busy: float, idle: float) -> Callable[[float], float]:
+        return lambda t: busy if t < s["busy_until_s"] else idle
+
+    sm = s["process_sm_pct"]
+    gpus = [_rtx_4090(script=rtx, processes=[
+                FakeProcess(4242, "python train.py (demo)", 14000.0, user="alice", sm_util=share(*sm["train"])),
+                FakeProcess(4243, "jupyter kernel (demo)", 6500.0, user="bob", sm_util=share(*sm["jupyter"]))]),
+            _a100_80gb(script=a100, processes=[
+                FakeProcess(5151, "vllm serve (demo)", 60000.0, user="carol", sm_util=sm["vllm"]),
+                FakeProcess(5152, "python eval.py (demo)", 17000.0, user="dave", sm_util=sm["eval"]),
+                FakeProcess(5153, "python notebook.py (demo)", None, user="alice", sm_util=sm["notebook"])])]
     return FakeNVML(gpus, errors=errors, clock=clock, label="demo")
 
 

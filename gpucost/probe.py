@@ -147,6 +147,7 @@ class _State:
         self.count = 0
         self.driver_version: str | None = None
         self.cuda_version: str | None = None
+        self.last_util_us: dict[int, int] = {}  # GPU index → newest process-utilization sample seen [µs]
 
 
 _STATE = _State()
@@ -191,6 +192,7 @@ def shutdown() -> None:
     with _LOCK:
         nvml, _STATE.started = _STATE.started, None
         _STATE.handles = {}
+        _STATE.last_util_us = {}
         if nvml is not None:
             try:
                 nvml.nvmlShutdown()
@@ -465,6 +467,100 @@ def sample() -> list[dict]:
             return []
 
 
+#: NVML's gpuInstanceId of a process that is not in a MIG instance
+NO_MIG_INSTANCE = 0xFFFFFFFF
+
+
+def process_owner(nvml: Any, pid: int) -> str | None:
+    """The user name owning process ``pid``: the owner of /proc/PID (its uid's name, else the uid), or a
+    fake NVML's own answer; None when the process is not visible here (another container, gone)."""
+    if getattr(nvml, "is_fake", False):
+        return nvml.process_owner(pid)
+    import os
+
+    try:
+        uid = os.stat(f"/proc/{int(pid)}").st_uid
+    except (OSError, ValueError):
+        return None
+    try:
+        import pwd
+
+        return pwd.getpwuid(uid).pw_name
+    except (ImportError, KeyError):
+        return str(uid)
+
+
+def _process_sm(r: _Reader, h: Any, index: int) -> dict[int, float] | None:
+    """Each process's SM share [%] since the last call for this GPU (the mean of NVML's samples), {} when
+    no process ran since then, None when NVML cannot say (MIG mode, an old driver)."""
+    last = _STATE.last_util_us.get(index, 0)
+    probe_r = _Reader(r.nvml)
+    got = probe_r.get("process_utilization", "nvmlDeviceGetProcessUtilization", h, last,
+                      quiet=("NVMLError_NotFound",))
+    if got is None:
+        return {} if "process_utilization" not in probe_r.unavailable else None
+    sums: dict[int, list[float]] = {}
+    newest = last
+    for smp in got:
+        ts = int(getattr(smp, "timeStamp", 0) or 0)
+        if ts <= last:
+            continue
+        newest = max(newest, ts)
+        sums.setdefault(int(smp.pid), []).append(float(smp.smUtil))
+    _STATE.last_util_us[index] = newest
+    return {pid: sum(v) / len(v) for pid, v in sums.items()}
+
+
+def process_samples() -> list[dict]:
+    """Who uses each GPU now, for showback: per GPU a dict with index, uuid, name, memory_total_mib and
+    ``processes``, each {pid, name, user, sm_pct, memory_mib, mig_profile} (from
+    nvmlDeviceGetComputeRunningProcesses and nvmlDeviceGetProcessUtilization; ``sm_pct`` None where NVML
+    cannot say, 0 for a process that ran no kernel since the last call; ``mig_profile`` the MIG instance's
+    profile, "3g.40gb"). An empty list when NVML does not run. Never raises."""
+    with _LOCK:
+        try:
+            nvml, _why = _start()
+            if nvml is None:
+                return []
+            out = []
+            for i in range(_STATE.count):
+                r = _Reader(nvml)
+                h = _handle(nvml, i, r)
+                if h is None:
+                    continue
+                mem = _memory(r, h)
+                profiles: dict[int, str] = {}
+                mig = r.get("mig_mode", "nvmlDeviceGetMigMode", h, quiet=("NVMLError_NotSupported",))
+                if mig is not None and mig[0] == nvml.NVML_DEVICE_MIG_ENABLE:
+                    for k in range(r.get("mig", "nvmlDeviceGetMaxMigDeviceCount", h) or 0):
+                        mh = r.get("mig", "nvmlDeviceGetMigDeviceHandleByIndex", h, k,
+                                   quiet=("NVMLError_NotFound", "NVMLError_InvalidArgument"))
+                        if mh is None:
+                            continue
+                        gi = r.get("mig", "nvmlDeviceGetGpuInstanceId", mh)
+                        nm = _text(r.get("mig", "nvmlDeviceGetName", mh)) or ""
+                        if gi is not None:
+                            profiles[int(gi)] = nm.split("MIG ")[-1].strip()
+                sm = _process_sm(r, h, i)
+                procs = []
+                for p in r.get("processes", "nvmlDeviceGetComputeRunningProcesses", h) or []:
+                    pid = int(p.pid)
+                    used = getattr(p, "usedGpuMemory", None)
+                    gi = getattr(p, "gpuInstanceId", NO_MIG_INSTANCE)
+                    procs.append({
+                        "pid": pid, "name": _text(_Reader(nvml).get("process_name", "nvmlSystemGetProcessName", pid)),
+                        "user": process_owner(nvml, pid),
+                        "sm_pct": None if sm is None else sm.get(pid, 0.0),
+                        "memory_mib": None if used is None or used >= 2**63 else used / MIB,
+                        "mig_profile": profiles.get(int(gi), "") if gi is not None and gi != NO_MIG_INSTANCE else ""})
+                out.append({"index": i, "uuid": _text(r.get("uuid", "nvmlDeviceGetUUID", h)),
+                            "name": _text(r.get("name", "nvmlDeviceGetName", h)),
+                            "memory_total_mib": _mib(getattr(mem, "total", None)), "processes": procs})
+            return out
+        except Exception:  # noqa: BLE001 - never raises; a failed sample is an empty one
+            return []
+
+
 def is_available() -> bool:
     """True when NVML runs and sees at least one GPU. Never raises."""
     with _LOCK:
@@ -481,4 +577,4 @@ def uses_fake() -> bool:
 
 
 __all__ = ["GpuInfo", "GpuProcess", "MigInstance", "ProbeResult", "fake", "is_available", "probe",
-           "real_pynvml", "sample", "set_nvml", "shutdown", "uses_fake"]
+           "process_owner", "process_samples", "real_pynvml", "sample", "set_nvml", "shutdown", "uses_fake"]

@@ -17,6 +17,9 @@ Rules made (group ``gpucost``):
 * record ``gpucost:gpu_memory_used:percent`` and ``gpucost:gpu_power:kilowatts`` (= kWh per hour)
 * record ``gpucost:gpu_energy_cost:per_hour`` when an electricity price is given, and
   ``gpucost:gpu_idle_cost:per_hour`` (the hourly value of every card that is idle now) when the card is known
+* with budgets (:mod:`gpucost.spend_budgets`): record ``gpucost:namespace_gpu_cost:per_hour`` and alert
+  ``GpuNamespaceOverBudget`` when a namespace will pass its monthly budget at the current rate
+  (:func:`budget_rules`)
 
 The idle alerts' annotations state what an idle card costs per hour (``hourly_value`` with its basis,
 from :func:`gpucost.monitor.card_value`).
@@ -25,6 +28,7 @@ from :func:`gpucost.monitor.card_value`).
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 
 from gpucost.errors import GpucostError
@@ -37,6 +41,7 @@ from gpucost.monitor import (
     format_duration,
     parse_duration,
 )
+from gpucost.spend_budgets import Budgets
 
 GROUP = "gpucost"
 UTIL = "DCGM_FI_DEV_GPU_UTIL"
@@ -44,6 +49,11 @@ FB_USED = "DCGM_FI_DEV_FB_USED"
 FB_FREE = "DCGM_FI_DEV_FB_FREE"
 POWER = "DCGM_FI_DEV_POWER_USAGE"
 ENGINE_ACTIVE = "DCGM_FI_PROF_GR_ENGINE_ACTIVE"
+#: the budget forecast: the mean spending rate over this window, held for this long
+DEFAULT_BUDGET_WINDOW = "6h"
+DEFAULT_BUDGET_FOR = "1h"
+NAMESPACE_COST = "gpucost:namespace_gpu_cost:per_hour"
+_NAMESPACE_RE = re.compile(r"[A-Za-z0-9._-]+")
 #: where the card sits, in annotation templates (labels of dcgm-exporter)
 WHERE = "GPU {{ $labels.gpu }} ({{ $labels.modelName }}) on {{ $labels.Hostname }}"
 
@@ -61,6 +71,11 @@ class RuleOptions:
     value         : the card the fleet is made of (its hourly value goes into the annotations)
     kwh_price     : electricity price [currency / kWh] for the energy-cost recording rule
     currency      : the currency of ``kwh_price`` (and of ``value``)
+    budgets       : monthly budgets per namespace (:mod:`gpucost.spend_budgets`, by project) in ``currency``
+    budget_hourly : what one card costs per hour [currency] (:func:`gpucost.showback.card_rate`: the same
+                    cost as ``gpucost showback``)
+    budget_window : the "current rate" is the mean of this window
+    budget_for    : … and the forecast must hold this long before the alert fires
     """
 
     idle_util_pct: float = DEFAULT_IDLE_UTIL_PCT
@@ -71,6 +86,10 @@ class RuleOptions:
     value: CardValue | None = None
     kwh_price: float | None = None
     currency: str = "USD"
+    budgets: Budgets | None = None
+    budget_hourly: float | None = None
+    budget_window: str = DEFAULT_BUDGET_WINDOW
+    budget_for: str = DEFAULT_BUDGET_FOR
 
     def check(self) -> None:
         for name, v in (("--idle-util", self.idle_util_pct), ("--mem-high", self.mem_high_pct)):
@@ -78,6 +97,16 @@ class RuleOptions:
                 raise GpucostError(f"{name} must be a percentage above 0 and at most 100, not {v:g}")
         parse_duration(self.idle_for)
         parse_duration(self.mem_for)
+        parse_duration(self.budget_window)
+        parse_duration(self.budget_for)
+        if self.budgets is not None:
+            if self.budgets.by != "project":
+                raise GpucostError(f"alert rules are per namespace: the budgets of {self.budgets.source} are per "
+                                   f"{self.budgets.by}, give budgets by project (by: project)")
+            if self.budget_hourly is None:
+                raise GpucostError("budget alerts need a card's hourly cost: give --gpu ID or --hourly PRICE")
+            if self.budgets.currency != self.currency.upper():
+                raise GpucostError(f"the budgets are in {self.budgets.currency}, the rules in {self.currency}")
         if self.kwh_price is not None and (math.isnan(self.kwh_price) or self.kwh_price < 0):
             raise GpucostError(f"the electricity price must be zero or more, not {self.kwh_price:g}")
 
@@ -160,7 +189,43 @@ def alert_rules(opts: RuleOptions | None = None) -> dict:
                             "memory; shrink the batch or context, quantize, or move the job to a larger card."),
         },
     })
+    rules += budget_rules(opts)
     return {"groups": [{"name": GROUP, "rules": rules}]}
+
+
+def budget_rules(opts: RuleOptions) -> list[dict]:
+    """The namespace spending rule and one ``GpuNamespaceOverBudget`` alert per budget: at the mean rate of
+    the last ``budget_window``, a whole calendar month (``24 × days_in_month()`` hours) costs more than the
+    namespace's monthly budget. The rate is each namespace's share of its cards' SM time (GR_ENGINE_ACTIVE
+    with ``use_prof``, else GPU_UTIL / 100) × a card's hourly cost: ``gpucost showback --rule sm --idle
+    separate`` at the same price. Prometheus does not know what was spent earlier in the month:
+    ``gpucost showback --budget`` tells that."""
+    if opts.budgets is None or opts.budget_hourly is None:
+        return []
+    share = (f"sum by (namespace) ({ENGINE_ACTIVE}{{namespace!=\"\"}})" if opts.use_prof
+             else f"sum by (namespace) ({UTIL}{{namespace!=\"\"}}) / 100")
+    cur = opts.currency.upper()
+    window = format_duration(parse_duration(opts.budget_window))
+    out: list[dict] = [{"record": NAMESPACE_COST, "expr": f"{share} * {opts.budget_hourly:.6g}",
+                        "labels": {"currency": cur}}]
+    for ns, amount in opts.budgets.amounts.items():
+        if not _NAMESPACE_RE.fullmatch(ns):
+            raise GpucostError(f"'{ns}' in {opts.budgets.source} is not a Kubernetes namespace name "
+                               "(letters, digits, '-', '.', '_')")
+        out.append({
+            "alert": "GpuNamespaceOverBudget",
+            "expr": (f"avg_over_time({NAMESPACE_COST}{{namespace=\"{ns}\"}}[{window}]) * 24 * scalar(days_in_month()) "
+                     f"> {amount:g}"),
+            "for": format_duration(parse_duration(opts.budget_for)),
+            "labels": {"severity": "warning", "budget": f"{amount:g}"},
+            "annotations": {
+                "summary": f"Namespace {ns} will pass its GPU budget this month at the current rate",
+                "description": (f"At the mean rate of the last {window}, the GPUs of namespace {ns} cost "
+                                f"{{{{ $value | humanize }}}} {cur} in a whole month, over its monthly budget of "
+                                f"{amount:g} {cur} (SM share × {opts.budget_hourly:.4g} {cur} per card-hour)."),
+            },
+        })
+    return out
 
 
 def rules_yaml(opts: RuleOptions | None = None) -> str:

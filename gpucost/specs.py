@@ -266,6 +266,12 @@ SPECS: Mapping[str, Spec] = {
     "price": Spec("float", None, gt=0, le=1e9, optional=True, help="a price in the display currency"),
     "hourly_price": Spec("float", None, gt=0, le=10_000, unit="per GPU-hour", optional=True,
                          help="a price per GPU-hour"),
+    "showback_by": Spec("choice", "user", choices=("user", "project", "pod"), help="whose lines the bill has"),
+    "showback_idle": Spec("choice", "spread", choices=("spread", "separate"),
+                          help="idle cost spread over the users pro rata to their use, or its own line"),
+    "showback_rule": Spec("choice", "sm", choices=("sm", "memory"),
+                          help="a user's share of a card: of its SM time, or of its memory held (MIG instances "
+                               "count their profile's fraction)"),
     "engine": Spec("choice", "vllm", choices=ENGINES, help="inference engine"),
     "mode": Spec("choice", "inference", choices=("inference", "full", "lora", "qlora"), help="what is run"),
     "train_mode": Spec("choice", "lora", choices=("full", "lora", "qlora"), help="training mode"),

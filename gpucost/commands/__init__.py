@@ -12,7 +12,7 @@ from pathlib import Path
 
 from gpucost.specs import SPECS
 
-ORDER = ["gpus", "fit", "speed", "tco", "probe", "rules", "plan", "claims"]
+ORDER = ["gpus", "fit", "speed", "tco", "probe", "showback", "rules", "plan", "claims"]
 
 
 def _discover() -> list[str]:

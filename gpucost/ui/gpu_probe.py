@@ -15,17 +15,23 @@ import html
 import math
 import threading
 import time
+from datetime import UTC, datetime, timedelta
 
 import ipywidgets as w
 import plotly.graph_objects as go
 
-from gpucost import monitor, probe
+from gpucost import monitor, probe, showback
+from gpucost.economics import Ownership
 from gpucost.errors import GpucostError
 from gpucost.fake_nvml import SimClock
 from gpucost.specs import SPECS
 from gpucost.ui.chart import TEMPLATE
+from gpucost.ui.sharing_scaling import download_link
 from gpucost.ui.shell import Page
 
+#: the file name of the bill the page offers for download, and the stacked chart's bars at most
+BILL_FILE = "gpu-bill.csv"
+SHOWBACK_BINS = 12
 #: (label seconds) choices for the sampling duration and interval
 DURATIONS_S = (10, 30, 60, 300, 900, 3600, 7200)
 INTERVALS_S = (1, 2, 5, 15, 60)
@@ -51,6 +57,11 @@ def _fmt(v, nd: int = 0, none: str = "—") -> str:
     if v is None or (isinstance(v, float) and math.isnan(v)):
         return none
     return f"{v:,.{nd}f}"
+
+
+def _pairs(options) -> list[tuple[str, str]]:
+    """A dropdown's options as (label, value) pairs, whether they are pairs or plain values."""
+    return [o if isinstance(o, tuple) else (str(o), o) for o in options]
 
 
 def _money(v) -> str:
@@ -85,6 +96,12 @@ class GpuProbePage(Page):
         self._frame_delay_s = frame_delay_s
         self._sample_msg = ""
         self._sim: SimClock | None = None
+        self.usage_rows: list[dict] = []  # the processes seen at each sample (showback)
+        self.models: dict[str, str | None] = {}
+        self.bill: showback.Bill | None = None
+        self.bill_over_time = None  # cost per consumer per stretch of the watch (the stacked chart)
+        self._bill_error = ""
+        self._wall0 = datetime.now(UTC)
         super().__init__(lang=lang, currency=currency, catalog=catalog)
         if watch_s and watch_s > 0:
             self.start_watch(duration_s=float(watch_s), interval_s=float(interval_s), blocking=True)
@@ -134,6 +151,11 @@ class GpuProbePage(Page):
                                          "probe_amortize", "probe_amortize_help", css="gc-probe-amortize")
         self.idle_for, self.kwh, self.amortize = (self.fields[k].widget for k in ("idle_for_min", "kwh",
                                                                                  "amortize_years"))
+        self.sb_by = w.Dropdown(options=list(showback.GROUPINGS), value=SPECS["showback_by"].default, style=style)
+        self.sb_by.add_class("gc-probe-sb-by")
+        self.sb_idle = w.Dropdown(options=list(showback.IDLE_RULES), value=SPECS["showback_idle"].default,
+                                  style=style)
+        self.sb_idle.add_class("gc-probe-sb-idle")
         self.to_tco_btn = w.Button(icon="share", layout=w.Layout(width="95%"))
         self.to_tco_btn.add_class("gc-probe-to-tco")
         self.to_tco_msg = w.HTML()
@@ -151,6 +173,7 @@ class GpuProbePage(Page):
             w.HBox([self.start_btn, self.stop_btn]), self.progress, self.progress_label, self.policy_head,
             self.field("probe_idle_util", self.idle_util), idle_for_field,
             self.field("probe_mem_high", self.mem_high), kwh_field, amortize_field,
+            self.field("probe_sb_by", self.sb_by), self.field("probe_sb_idle", self.sb_idle),
             self.to_tco_btn, self.to_tco_msg, *self.shell_inputs()]
 
         self.banner = w.HTML()
@@ -170,8 +193,12 @@ class GpuProbePage(Page):
         self.verdicts.add_class("gc-probe-verdicts")
         self.waste = w.HTML()
         self.waste.add_class("gc-probe-waste")
+        self.showback_box = w.HTML()
+        self.showback_box.add_class("gc-probe-showback")
+        self.sb_chart = self.figure_box("gc-probe-sb-chart")
+        self.sb_fig: go.Figure | None = None
         self.results.children = [self.banner, self.gpu_table, self.value_box, self.chart, self.summary,
-                                 self.verdicts, self.waste]
+                                 self.verdicts, self.waste, self.showback_box, self.sb_chart]
 
         self.probe_btn.on_click(lambda _: self._on_probe())
         self.start_btn.on_click(lambda _: self.start_watch())
@@ -179,13 +206,17 @@ class GpuProbePage(Page):
         self.to_tco_btn.on_click(lambda _: self.send_to_tco())
         self.demo_cb.observe(lambda _: self._on_probe(), names="value")
         self.processes_cb.observe(lambda _: self._on_probe(), names="value")
-        for wid in (self.idle_util, self.mem_high):
+        for wid in (self.idle_util, self.mem_high, self.sb_by, self.sb_idle):
             wid.observe(lambda _: self.safe_refresh(), names="value")
         self._use_backend()
         self._do_probe()
 
     def relabel(self) -> None:
         self.kwh_label.value = html.escape(self.t("probe_kwh", cur=self.state.currency))
+        for dd, prefix in ((self.sb_by, "probe_sb_by_"), (self.sb_idle, "probe_sb_idle_")):
+            keep = dd.value
+            dd.options = [(self.t(prefix + str(v)), v) for _, v in _pairs(dd.options)]
+            dd.value = keep
         self._draw_progress()
 
     # -- probing -----------------------------------------------------------------------------------
@@ -241,6 +272,8 @@ class GpuProbePage(Page):
             self._draw_progress()
             return
         self.samples, self.report = [], None
+        self.usage_rows, self.models, self.bill = [], {}, None
+        self._wall0 = datetime.now(UTC).replace(microsecond=0)
         self.watch_duration_s, self.watch_interval_s = duration_s, interval_s
         self.running = True
         self._stop.clear()
@@ -280,12 +313,47 @@ class GpuProbePage(Page):
 
     def _on_sample(self, batch: list[monitor.Sample], fraction: float) -> None:
         self.samples.extend(batch)
+        if batch:
+            self._collect_processes(batch[0].t_s)
         self.progress.value = fraction
         self._draw_progress()
         now = time.monotonic()
         if now - self._last_chart >= LIVE_CHART_EVERY_S or fraction >= 1:
             self._last_chart = now
             self._draw_chart()
+
+    def _collect_processes(self, t_s: float) -> None:
+        """Who used each GPU at this sample (showback): each process stands for one interval."""
+        import pandas as pd
+
+        at = pd.Timestamp(self._wall0) + pd.Timedelta(seconds=t_s)
+        for g in probe.process_samples():
+            card = str(g.get("uuid") or g["index"])
+            self.models[card] = g.get("name")
+            for p in g["processes"]:
+                self.usage_rows.append({
+                    "card": card, "start": at, "duration_s": self.watch_interval_s, "user": p.get("user") or "",
+                    "pod": f"{p['pid']} {p.get('name') or ''}".strip(), "sm_pct": p.get("sm_pct"),
+                    "memory_mib": p.get("memory_mib"), "mig_profile": p.get("mig_profile") or ""})
+
+    def _bill(self, years: float, kwh: float | None) -> None:
+        """The showback bill of the watch: the cards' owned cost (economics, as `gpucost showback`)."""
+        self.bill, self._bill_error, self.bill_over_time = None, "", None
+        if not self.usage_rows and not self.models:
+            return
+        try:
+            rates = showback.card_rates(self.catalog, self.models, self.state.currency,
+                                        ownership=Ownership(years=years, electricity_per_kwh=kwh))
+            # the watch: from its start, one interval per sample taken
+            n = len({s.t_s for s in self.samples})
+            period = showback.Period(self._wall0, self._wall0 + timedelta(seconds=n * self.watch_interval_s))
+            frame = showback.usage_frame(self.usage_rows)
+            self.bill = showback.allocate(frame, rates, period=period, by=self.sb_by.value, idle=self.sb_idle.value,
+                                          catalog=self.catalog)
+            self.bill_over_time = showback.cost_over_time(frame, rates, period, by=self.sb_by.value,
+                                                          bins=max(1, min(SHOWBACK_BINS, n)), catalog=self.catalog)
+        except GpucostError as exc:
+            self._bill_error = str(exc)
 
     # -- compute -----------------------------------------------------------------------------------
     def _policy(self) -> monitor.Policy:
@@ -311,6 +379,10 @@ class GpuProbePage(Page):
         self.report = (monitor.summarize(self.samples, self.watch_interval_s, policy, kwh_price=kwh,
                                          currency=self.state.currency, values=self.values)
                        if self.samples else None)
+        if self.running:
+            self.bill, self._bill_error = None, ""
+        else:
+            self._bill(years, kwh)
         self._draw()
 
     # -- hand-off to page 03 -------------------------------------------------------------------------
@@ -348,6 +420,7 @@ class GpuProbePage(Page):
         self._draw_summary()
         self._draw_verdicts()
         self._draw_waste()
+        self._draw_showback()
         self._draw_progress()
         available = self.result is not None and self.result.available
         self.start_btn.disabled = self.running or not available
@@ -553,6 +626,58 @@ class GpuProbePage(Page):
             self.t("probe_waste_head")
         self.waste.value = f"<b>{html.escape(head)}</b><ul>{''.join(items)}</ul>"
 
+    def _draw_showback(self) -> None:
+        head = f"<b>{html.escape(self.t('probe_sb_head'))}</b>"
+        self._draw_showback_chart()
+        err = self._bill_error
+        if err:
+            self.showback_box.value = f'{head}<p class="gc-msg-error">{html.escape(err)}</p>'
+            return
+        b = self.bill
+        if b is None:
+            self.showback_box.value = f'{head}<p class="gc-help">{html.escape(self.t("probe_sb_none"))}</p>'
+            return
+        cur = b.currency
+        names = {showback.IDLE: self.t("probe_sb_idle_name"), showback.UNLABELLED: self.t("probe_sb_unlabelled")}
+        heads = (self.t("probe_sb_col_name"), self.t("probe_sb_col_cost", cur=cur), self.t("probe_sb_col_share"),
+                 self.t("probe_sb_col_hours"))
+        rows = [f"<tr data-name='{html.escape(ln.name)}'><td class='gc-l'>{html.escape(names.get(ln.name, ln.name))}"
+                f"</td><td>{ln.cost:,.2f}</td><td>{100 * ln.share:.1f} %</td><td>{ln.gpu_hours:.4f}</td></tr>"
+                for ln in b.lines]
+        rows.append(f"<tr class='gc-total'><td class='gc-l'><b>{html.escape(self.t('probe_sb_total'))}</b></td>"
+                    f"<td><b>{b.total:,.2f}</b></td><td>100 %</td><td></td></tr>")
+        idle = self.t("probe_sb_idle_text", share=f"{100 * b.idle_share:.1f}", cost=f"{b.idle_cost:,.2f}", cur=cur)
+        rates = "".join(
+            "<li>" + html.escape(self.t("probe_sb_rate", card=c.card, gpu=c.gpu_id or "?", rate=_money(c.per_hour),
+                                        cur=cur, basis=self.t(f"probe_sb_basis_{c.basis}"))) + "</li>"
+            for c in b.cards)
+        link = download_link(showback.bill_csv(b), BILL_FILE, "text/csv", self.t("probe_sb_download", file=BILL_FILE))
+        self.showback_box.value = (
+            f"{head}<div class='gc-table'><table><thead><tr>"
+            + "".join(f"<th>{html.escape(h)}</th>" for h in heads) + "</tr></thead><tbody>" + "".join(rows)
+            + f"</tbody></table></div><p class='gc-probe-sb-idle-share'>{html.escape(idle)}</p>"
+            f"<ul class='gc-help'>{rates}</ul><p>{link}</p>")
+
+    def _draw_showback_chart(self) -> None:
+        """Cost per user (or process) in each stretch of the watch, stacked, idle on top."""
+        t = self.bill_over_time
+        if t is None or self.bill is None:
+            self.sb_fig = None
+            self.clear_figure(self.sb_chart)
+            return
+        minutes = self.watch_duration_s >= 600
+        x = [(ts - t.index[0]).total_seconds() / (60.0 if minutes else 1.0) for ts in t.index]
+        names = {showback.IDLE: self.t("probe_sb_idle_name"), showback.UNLABELLED: self.t("probe_sb_unlabelled")}
+        fig = go.Figure(layout=dict(
+            height=340, margin=dict(l=60, r=30, t=50, b=50), template=TEMPLATE, barmode="stack",
+            legend=dict(orientation="h", y=-0.25), title=self.t("probe_sb_chart_title") + (" — DEMO" if self.demo else ""),
+            xaxis=dict(title=self.t("probe_axis_time", unit="min" if minutes else "s")),
+            yaxis=dict(title=self.bill.currency)))
+        for k, col in enumerate(t.columns):
+            color = "#bbbbbb" if col == showback.IDLE else COLORS[k % len(COLORS)]
+            fig.add_bar(x=x, y=[float(v) for v in t[col]], name=names.get(col, col), marker=dict(color=color))
+        self.sb_fig = self.show_figure(self.sb_chart, fig)
+
     # -- record ------------------------------------------------------------------------------------
     def results_record(self) -> dict:
         rec = super().results_record()
@@ -579,5 +704,8 @@ class GpuProbePage(Page):
             "chart_title": self.fig.layout.title.text if self.fig is not None else None,
             "progress": self.progress.value,
             "handoff": self.handoff_record,
+            "showback": None if self.bill is None else self.bill.to_dict(),
+            "showback_html": self.showback_box.value,
+            "showback_chart_traces": [tr.name for tr in self.sb_fig.data] if self.sb_fig is not None else [],
         })
         return rec
