@@ -63,3 +63,30 @@ def test_probe_page_no_gpu_message_then_a_live_demo(server, page):
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "04_gpu_probe-demo.png"), full_page=True)
     assert_no_traceback(page)
+
+
+@pytest.mark.parametrize("lang, head, total, download", [
+    ("en", "Who used the GPUs, and what it cost (showback)", "Total", "Download the bill (gpu-bill.csv)"),
+    ("zh", "谁用了 GPU，花了多少钱（成本分摊）", "合计", "下载账单（gpu-bill.csv）")])
+def test_the_demo_watch_bills_each_user_in_both_languages(server, page, lang, head, total, download):
+    """Issue 27: after a demo watch, page 04 shows who used the cards and what each owes — a table with the idle
+    line and the total, a stacked chart per user, and the bill as a CSV download made in the browser."""
+    page.goto(server.page("04_gpu_probe.ipynb", f"?lang={lang}"), timeout=180000)
+    wait_ready(page)
+    assert_no_traceback(page)
+    page.click(".gc-probe-demo-toggle input")
+    page.wait_for_selector(".gc-probe-demo")
+    page.select_option(".gc-probe-interval select", index=0)
+    page.click(".gc-probe-start")
+    page.wait_for_function(f"() => document.querySelector('.gc-probe-showback').innerText.includes({total!r})",
+                           timeout=90000)
+    bill = page.inner_text(".gc-probe-showback")
+    assert head in bill and total in bill
+    assert page.locator(".gc-probe-showback table tr").count() >= 4   # several users, the idle line, the total
+    link = page.locator(".gc-probe-showback a[download]")
+    assert link.count() == 1 and download in link.inner_text()
+    assert link.get_attribute("href").startswith("data:text/csv")
+    page.wait_for_selector(".gc-probe-sb-chart .main-svg", timeout=30000)
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / f"04_gpu_probe-showback-{lang}.png"), full_page=True)
+    assert_no_traceback(page)
