@@ -158,11 +158,17 @@ def _inference_memory(row: dict, spec, fmt, catalog: Catalog) -> float:
         per_gpu = occupied_gib(est, _gpu(row, catalog).vram_gib, _stated_fraction(row, prof.preallocate))
     if per_gpu is None:
         per_gpu = est.engine_gib
-    return per_gpu * (gpus if "total over" in str(row.get("notes") or "").lower() else 1)
+    return per_gpu * _cards_summed(row)
 
 
 _FRACTION = re.compile(r"(?:gpu_memory_utilization|mem[_-]fraction[_-]static|free_gpu_mem(?:ory)?_fraction)"
                        r"\s*(?:=|:|of|is|set to)?\s*(0?\.\d+|1\.0)")
+
+
+def _cards_summed(row: dict) -> int:
+    """How many cards a memory figure adds up: all of them where the row's notes say it is the total over the
+    GPUs, else one (a per-GPU figure)."""
+    return _int(row.get("num_gpus"), 1) if "total over" in str(row.get("notes") or "").lower() else 1
 
 
 def _stated_fraction(row: dict, preallocate: str | None) -> float | None:
@@ -214,7 +220,7 @@ def _training_memory(row: dict, spec, fmt) -> float:
               framework_as_of=str(row.get("as_of") or "") or None,
               loss_kernel="cce" if _CCE.search(str(row.get("notes") or "")) else None)
     est = estimate(spec, fmt, s)
-    return est.per_gpu.total if str(row.get("measure_kind")) == "nvidia_smi" else est.engine_gib
+    return (est.per_gpu.total if str(row.get("measure_kind")) == "nvidia_smi" else est.engine_gib) * _cards_summed(row)
 
 
 def _aggregate(row: dict) -> bool:
