@@ -492,28 +492,38 @@ def cost_over_time(usage, rates: Mapping[str, CardRate], period: Period, *, by: 
     return out
 
 
+def _exact_split(value: float, row: np.ndarray, idle_h: float, spread: bool) -> np.ndarray:
+    """``value`` split exactly (unrounded) over the consumers' use and, unless spread, the idle time (last)."""
+    w = row if spread else np.append(row, idle_h)
+    s = float(w.sum())
+    return value * w / s if s > 0 else np.zeros(len(w))
+
+
 def _card_bill(card: str, r: CardRate, row: np.ndarray, labels: list[str], hours: float,
-               idle: str) -> tuple[CardBill, np.ndarray, int, int]:
-    """One card's bill, its consumers' cents, its idle line's cents and its idle time's value in cents."""
+               idle: str) -> tuple[CardBill, np.ndarray, int, int, np.ndarray]:
+    """One card's bill, its consumers' cents, its idle line's cents, its idle time's value in cents, and the
+    consumers' (then, unless spread, the idle line's) exact unrounded amounts — what their shares are of."""
     n = len(labels)
     used_h = float(row.sum())
     idle_h = max(0.0, hours - used_h)
-    cents = int(round(r.per_hour * hours * MINOR_UNITS))
+    value = r.per_hour * hours
+    cents = int(round(value * MINOR_UNITS))
     spread = idle == "spread" and used_h > 0
     separate = largest_remainder(cents, np.append(row, idle_h))
     split = largest_remainder(cents, row) if spread else separate
     lab_cents = split[:n]
     idle_cents = 0 if spread else int(split[n])
+    exact = _exact_split(value, row, idle_h, spread)
     g = r.gpus
     lines = [BillLine(labels[i], int(lab_cents[i]) / MINOR_UNITS, int(lab_cents[i]), float(row[i]) * g,
-                      int(lab_cents[i]) / cents if cents else 0.0)
+                      float(exact[i]) / value if value else 0.0)
              for i in range(n) if row[i] > 0 or lab_cents[i]]
     if idle_cents or not spread:
         lines.append(BillLine(IDLE, idle_cents / MINOR_UNITS, idle_cents, idle_h * g,
-                              idle_cents / cents if cents else 0.0))
+                              float(exact[n]) / value if value and not spread else 0.0))
     bill = CardBill(card, r.gpu_id, r.basis, r.per_hour, hours, cents / MINOR_UNITS, cents, used_h * g,
                     idle_h * g, idle_h / hours if hours else 0.0, tuple(lines), r.source, r.as_of, r.notes, g)
-    return bill, lab_cents, idle_cents, int(separate[n])
+    return bill, lab_cents, idle_cents, int(separate[n]), (exact if not spread else np.append(exact, 0.0))
 
 
 def allocate(usage: pd.DataFrame, rates: Mapping[str, CardRate], *, period: Period | None = None,
@@ -537,11 +547,13 @@ def allocate(usage: pd.DataFrame, rates: Mapping[str, CardRate], *, period: Peri
     notes: list[str] = []
     cards: list[CardBill] = []
     cents_by_label = np.zeros(n, dtype=np.int64)
+    exact_by_label = np.zeros(n + 1)   # unrounded amounts (the last: the idle line), for the lines' shares
     idle_cents_total = idle_value_cents = 0
     index_of = {c: i for i, c in enumerate(card_names)}
     for card in sorted(set(card_names) | set(rates)):
         row = per[index_of[card]] if card in index_of else np.zeros(n)
-        bill, lab_cents, idle_cents, idle_value = _card_bill(card, rates[card], row, labels, hours, idle)
+        bill, lab_cents, idle_cents, idle_value, exact = _card_bill(card, rates[card], row, labels, hours, idle)
+        exact_by_label += exact
         if idle == "spread" and bill.used_gpu_hours == 0:
             notes.append(f"card {card} was idle all period: its cost stays on the idle line")
         cards.append(bill)
@@ -552,12 +564,14 @@ def allocate(usage: pd.DataFrame, rates: Mapping[str, CardRate], *, period: Peri
     gpus = np.array([rates[c].gpus for c in card_names], dtype=float)
     hours_by_label = (per * gpus[:, None]).sum(axis=0) if len(card_names) else np.zeros(n)
     idle_hours = sum(c.idle_gpu_hours for c in cards)
+    # a line's share is of the exact (unrounded) bill: a bill of a few cents still says who used what
+    value = float(exact_by_label.sum())
+    share = exact_by_label / value if value > 0 else np.zeros(n + 1)
     lines = [BillLine(labels[i], int(cents_by_label[i]) / MINOR_UNITS, int(cents_by_label[i]),
-                      float(hours_by_label[i]), int(cents_by_label[i]) / total if total else 0.0)
-             for i in np.argsort(-cents_by_label, kind="stable") if hours_by_label[i] > 0 or cents_by_label[i]]
+                      float(hours_by_label[i]), float(share[i]))
+             for i in np.lexsort((-share[:n], -cents_by_label)) if hours_by_label[i] > 0 or cents_by_label[i]]
     if idle_cents_total or idle == "separate":
-        lines.append(BillLine(IDLE, idle_cents_total / MINOR_UNITS, idle_cents_total, idle_hours,
-                              idle_cents_total / total if total else 0.0))
+        lines.append(BillLine(IDLE, idle_cents_total / MINOR_UNITS, idle_cents_total, idle_hours, float(share[n])))
     card_hours = hours * sum(c.gpus for c in cards)
     return Bill(period, by, idle, rule, currency, total / MINOR_UNITS, total, idle_value_cents / MINOR_UNITS,
                 idle_hours / card_hours if card_hours else 0.0, tuple(lines), tuple(cards), tuple(notes))

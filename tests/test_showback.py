@@ -47,6 +47,19 @@ def hourly_rows(card: str, hours: int, **users) -> list[dict]:
 
 # -- hand-computed allocations ----------------------------------------------------------------------
 
+def test_a_bill_of_a_few_cents_still_says_who_used_what():
+    """One minute of a card at 0.066/h is 0.0011, which rounds to no cent: every line costs 0.00, and the shares are
+    still each one's part of the exact amount — 30 / 80 and 50 / 80 spread, 30 / 50 / 20 separate —, not 0 %."""
+    rows = [dict(card="gpu0", start=T0, duration_s=60, user=u, sm_pct=pct) for u, pct in (("alice", 30), ("bob", 50))]
+    u = usage_frame(rows)
+    rates = {"gpu0": given_rate(0.066)}
+    spread = allocate(u, rates, idle="spread")
+    assert spread.total == 0 and all(ln.cost == 0 for ln in spread.lines)
+    assert spread.line("alice").share == pytest.approx(0.375) and spread.line("bob").share == pytest.approx(0.625)
+    sep = allocate(u, rates, idle="separate")
+    assert [(ln.name, round(ln.share, 6)) for ln in sep.lines] == [("bob", 0.5), ("alice", 0.3), (IDLE, 0.2)]
+
+
 def test_two_users_time_slicing_30_50_with_20_idle():
     # 100 h at 2.00/h = 200.00; alice 30 % and bob 50 % of SM time, 20 % idle
     u = usage_frame(hourly_rows("gpu0", 100, alice=30, bob=50))
