@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 import re
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -119,6 +119,19 @@ def check_sampling(duration_s: float, interval_s: float) -> int:
     return n
 
 
+def paced(n: int, interval_s: float, clock: Callable[[], float],
+          sleep: Callable[[float], None]) -> Iterator[tuple[int, float]]:
+    """``n`` ticks, tick ``k`` at ``t_0 + k × interval`` by ``clock`` (no drift: a slow tick is followed by a shorter
+    sleep); yields ``(k, t_0)`` once its time has come. The one pacing of every sampler (the watch, showback's probe)."""
+    t0 = clock()
+    for k in range(n):
+        target = t0 + k * interval_s
+        now = clock()
+        if target > now:
+            sleep(target - now)
+        yield k, t0
+
+
 def run_sampler(probe_fn: Callable[[], Iterable[Mapping]], duration_s: float, interval_s: float, *,
                 clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep,
                 on_sample: Callable[[list[Sample], float], None] | None = None,
@@ -132,12 +145,7 @@ def run_sampler(probe_fn: Callable[[], Iterable[Mapping]], duration_s: float, in
     """
     n = check_sampling(duration_s, interval_s)
     samples: list[Sample] = []
-    t0 = clock()
-    for k in range(n):
-        target = t0 + k * interval_s
-        now = clock()
-        if target > now:
-            sleep(target - now)
+    for k, t0 in paced(n, interval_s, clock, sleep):
         if should_stop is not None and should_stop():
             break
         t = clock() - t0

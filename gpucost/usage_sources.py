@@ -318,17 +318,12 @@ def read_probe(duration_s: float, interval_s: float, *, sample_fn: Callable[[], 
     """Per-process samples of this machine's GPUs every ``interval_s`` for ``duration_s`` (``sample_fn``:
     :func:`gpucost.probe.process_samples`; ``clock``/``sleep`` as in :func:`gpucost.monitor.run_sampler`).
     Each sample stands for one interval; pod = the process (``pid name``)."""
-    from gpucost.monitor import check_sampling
+    from gpucost.monitor import check_sampling, paced
 
     n = check_sampling(duration_s, interval_s)
     t_wall = pd.Timestamp(wall_start or datetime.now(UTC))
     rows, models = [], {}
-    t0 = clock()
-    for k in range(n):
-        target = t0 + k * interval_s
-        now = clock()
-        if target > now:
-            sleep(target - now)
+    for _k, t0 in paced(n, interval_s, clock, sleep):
         at = t_wall + pd.Timedelta(seconds=clock() - t0)
         for g in sample_fn():
             card = str(g.get("uuid") or g["index"])
