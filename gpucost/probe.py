@@ -439,32 +439,44 @@ def _backend() -> str:
     return "fake" if m is not None and getattr(m, "is_fake", False) else "nvml"
 
 
-def sample() -> list[dict]:
-    """The fields that change, for every GPU (cheap: 4 NVML calls per GPU), as plain dicts with keys
-    index, utilization_gpu_pct, utilization_memory_pct, memory_used_mib, memory_total_mib, power_w,
-    temperature_c, lost. An empty list when NVML does not run. Never raises."""
+def _each_gpu(read: Callable[[Any, int, _Reader, Any], dict | None]) -> list[dict]:
+    """``read(nvml, index, reader, handle)`` for every GPU under the lock (a None answer is left out): the one frame
+    of the sampling readers. An empty list when NVML does not run, or when a reading fails. Never raises."""
     with _LOCK:
         try:
-            nvml, why = _start()
+            nvml, _why = _start()
             if nvml is None:
                 return []
             out = []
             for i in range(_STATE.count):
                 r = _Reader(nvml)
-                h = _handle(nvml, i, r)
-                util = r.get("utilization_gpu_pct", "nvmlDeviceGetUtilizationRates", h) if h is not None else None
-                mem = _memory(r, h) if h is not None else None
-                power = r.get("power_w", "nvmlDeviceGetPowerUsage", h) if h is not None else None
-                temp = (r.get("temperature_c", "nvmlDeviceGetTemperature", h, nvml.NVML_TEMPERATURE_GPU)
-                        if h is not None else None)
-                out.append({"index": i, "utilization_gpu_pct": getattr(util, "gpu", None),
-                            "utilization_memory_pct": getattr(util, "memory", None),
-                            "memory_used_mib": _mib(getattr(mem, "used", None)),
-                            "memory_total_mib": _mib(getattr(mem, "total", None)),
-                            "power_w": _mw_to_w(power), "temperature_c": temp, "lost": r.lost})
+                got = read(nvml, i, r, _handle(nvml, i, r))
+                if got is not None:
+                    out.append(got)
             return out
         except Exception:  # noqa: BLE001 - never raises; a failed sample is an empty one
             return []
+
+
+def _changing_fields(nvml: Any, i: int, r: _Reader, h: Any) -> dict:
+    """One GPU's fields that change, for :func:`sample`."""
+    util = r.get("utilization_gpu_pct", "nvmlDeviceGetUtilizationRates", h) if h is not None else None
+    mem = _memory(r, h) if h is not None else None
+    power = r.get("power_w", "nvmlDeviceGetPowerUsage", h) if h is not None else None
+    temp = (r.get("temperature_c", "nvmlDeviceGetTemperature", h, nvml.NVML_TEMPERATURE_GPU)
+            if h is not None else None)
+    return {"index": i, "utilization_gpu_pct": getattr(util, "gpu", None),
+            "utilization_memory_pct": getattr(util, "memory", None),
+            "memory_used_mib": _mib(getattr(mem, "used", None)),
+            "memory_total_mib": _mib(getattr(mem, "total", None)),
+            "power_w": _mw_to_w(power), "temperature_c": temp, "lost": r.lost}
+
+
+def sample() -> list[dict]:
+    """The fields that change, for every GPU (cheap: 4 NVML calls per GPU), as plain dicts with keys
+    index, utilization_gpu_pct, utilization_memory_pct, memory_used_mib, memory_total_mib, power_w,
+    temperature_c, lost. An empty list when NVML does not run. Never raises."""
+    return _each_gpu(_changing_fields)
 
 
 #: NVML's gpuInstanceId of a process that is not in a MIG instance
@@ -517,48 +529,41 @@ def process_samples() -> list[dict]:
     nvmlDeviceGetComputeRunningProcesses and nvmlDeviceGetProcessUtilization; ``sm_pct`` None where NVML
     cannot say, 0 for a process that ran no kernel since the last call; ``mig_profile`` the MIG instance's
     profile, "3g.40gb"). An empty list when NVML does not run. Never raises."""
-    with _LOCK:
-        try:
-            nvml, _why = _start()
-            if nvml is None:
-                return []
-            out = []
-            for i in range(_STATE.count):
-                r = _Reader(nvml)
-                h = _handle(nvml, i, r)
-                if h is None:
-                    continue
-                mem = _memory(r, h)
-                profiles: dict[int, str] = {}
-                mig = r.get("mig_mode", "nvmlDeviceGetMigMode", h, quiet=("NVMLError_NotSupported",))
-                if mig is not None and mig[0] == nvml.NVML_DEVICE_MIG_ENABLE:
-                    for k in range(r.get("mig", "nvmlDeviceGetMaxMigDeviceCount", h) or 0):
-                        mh = r.get("mig", "nvmlDeviceGetMigDeviceHandleByIndex", h, k,
-                                   quiet=("NVMLError_NotFound", "NVMLError_InvalidArgument"))
-                        if mh is None:
-                            continue
-                        gi = r.get("mig", "nvmlDeviceGetGpuInstanceId", mh)
-                        nm = _text(r.get("mig", "nvmlDeviceGetName", mh)) or ""
-                        if gi is not None:
-                            profiles[int(gi)] = nm.split("MIG ")[-1].strip()
-                sm = _process_sm(r, h, i)
-                procs = []
-                for p in r.get("processes", "nvmlDeviceGetComputeRunningProcesses", h) or []:
-                    pid = int(p.pid)
-                    used = getattr(p, "usedGpuMemory", None)
-                    gi = getattr(p, "gpuInstanceId", NO_MIG_INSTANCE)
-                    procs.append({
-                        "pid": pid, "name": _text(_Reader(nvml).get("process_name", "nvmlSystemGetProcessName", pid)),
-                        "user": process_owner(nvml, pid),
-                        "sm_pct": None if sm is None else sm.get(pid, 0.0),
-                        "memory_mib": None if used is None or used >= 2**63 else used / MIB,
-                        "mig_profile": profiles.get(int(gi), "") if gi is not None and gi != NO_MIG_INSTANCE else ""})
-                out.append({"index": i, "uuid": _text(r.get("uuid", "nvmlDeviceGetUUID", h)),
-                            "name": _text(r.get("name", "nvmlDeviceGetName", h)),
-                            "memory_total_mib": _mib(getattr(mem, "total", None)), "processes": procs})
-            return out
-        except Exception:  # noqa: BLE001 - never raises; a failed sample is an empty one
-            return []
+    return _each_gpu(_processes_of)
+
+
+def _processes_of(nvml: Any, i: int, r: _Reader, h: Any) -> dict | None:
+    """One GPU's processes for :func:`process_samples` (None where its handle could not be had)."""
+    if h is None:
+        return None
+    mem = _memory(r, h)
+    profiles: dict[int, str] = {}
+    mig = r.get("mig_mode", "nvmlDeviceGetMigMode", h, quiet=("NVMLError_NotSupported",))
+    if mig is not None and mig[0] == nvml.NVML_DEVICE_MIG_ENABLE:
+        for k in range(r.get("mig", "nvmlDeviceGetMaxMigDeviceCount", h) or 0):
+            mh = r.get("mig", "nvmlDeviceGetMigDeviceHandleByIndex", h, k,
+                       quiet=("NVMLError_NotFound", "NVMLError_InvalidArgument"))
+            if mh is None:
+                continue
+            gi = r.get("mig", "nvmlDeviceGetGpuInstanceId", mh)
+            nm = _text(r.get("mig", "nvmlDeviceGetName", mh)) or ""
+            if gi is not None:
+                profiles[int(gi)] = nm.split("MIG ")[-1].strip()
+    sm = _process_sm(r, h, i)
+    procs = []
+    for p in r.get("processes", "nvmlDeviceGetComputeRunningProcesses", h) or []:
+        pid = int(p.pid)
+        used = getattr(p, "usedGpuMemory", None)
+        gi = getattr(p, "gpuInstanceId", NO_MIG_INSTANCE)
+        procs.append({
+            "pid": pid, "name": _text(_Reader(nvml).get("process_name", "nvmlSystemGetProcessName", pid)),
+            "user": process_owner(nvml, pid),
+            "sm_pct": None if sm is None else sm.get(pid, 0.0),
+            "memory_mib": None if used is None or used >= 2**63 else used / MIB,
+            "mig_profile": profiles.get(int(gi), "") if gi is not None and gi != NO_MIG_INSTANCE else ""})
+    return {"index": i, "uuid": _text(r.get("uuid", "nvmlDeviceGetUUID", h)),
+            "name": _text(r.get("name", "nvmlDeviceGetName", h)),
+            "memory_total_mib": _mib(getattr(mem, "total", None)), "processes": procs}
 
 
 def is_available() -> bool:
