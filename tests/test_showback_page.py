@@ -9,25 +9,12 @@ import re
 
 import pytest
 
-from gpucost import probe
 from gpucost.catalog import Catalog
 from gpucost.economics import Ownership
 from gpucost.showback import card_rate
 from gpucost.ui.gpu_probe import GpuProbePage
 
-from .conftest import ROOT
-
-TINY = ROOT / "tests" / "fixtures" / "tiny_catalog"
-
-
-@pytest.fixture(autouse=True)
-def _reset():
-    yield
-    probe.set_nvml(None)
-
-
-def demo_page(**kw) -> GpuProbePage:
-    return GpuProbePage(demo=True, frame_delay_s=0, catalog=Catalog(data_dir=TINY), **kw)
+from .test_gpu_probe_page import TINY, _reset, demo_page  # noqa: F401 (page 04's demo page and NVML reset)
 
 
 def test_before_sampling_the_section_says_what_it_will_show():

@@ -18,6 +18,9 @@ without a column are read from its notes):
   reserved, an engine's log, unknown) with what the engine allocates (without the CUDA context).
 * Inference memory: ``context`` is the KV length allocated (llama.cpp ``-c``, vLLM ``max_model_len``),
   else prompt + generated tokens; the prompt (the largest forward pass) is ``prompt_tokens`` when given.
+* Training memory: the framework's row of data/training_profiles.csv in force on the row's date; from its notes,
+  the LoRA targets ("query+value only"), Cut Cross-Entropy, one process split over its cards by device_map
+  (pipeline stages) and a figure that is the total over the GPUs; an optimizer gpucost does not model is skipped.
 * Decode speed: batch-1 rows per sequence; a batch row is the aggregate over the batch when its notes say
   so, else per sequence; the KV length is prompt + generated / 2. Prefill: a prompt of ``prompt_tokens``
   (else ``context``) tokens; time to first token is that prompt's prefill time.
