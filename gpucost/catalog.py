@@ -134,6 +134,12 @@ SCHEMAS: dict[str, dict[str, str]] = {
         "memory_slices_total": "int+", "compute_slices": "int+", "compute_slices_total": "int+",
         "max_instances": "int+", "placements": "str", "media_extensions": "bool", **SOURCE_COLS,
     },
+    # PyTorch's caching allocator: what it reserves above the allocated peak of a training run, measured on pairs
+    # of one run's two figures in the corpus (tools/calibrate.py, gpucost.validation.fit.fit_reserve_ratio)
+    "allocator": {
+        "regime": "enum:training", "reserved_over_allocated": "num+", "p10": "num+", "p90": "num+", "pairs": "int+",
+        "documents": "int+", "calibration_rows": "str", **SOURCE_COLS,
+    },
     # what each training framework (and version) keeps on the card: gpucost.memory's training terms
     "training_profiles": {
         "framework": "str", "since": "date", "version": "str?", "based_on": "str?",

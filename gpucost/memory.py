@@ -20,7 +20,9 @@ Inference, per GPU
 Training, per GPU (mixed precision as in the ZeRO paper, Rajbhandari et al. 2020, arXiv 1910.02054,
 section 3.1: 2Ψ fp16 weights + 2Ψ fp16 gradients + KΨ optimizer states, K = 12 for Adam: fp32 master
 copy, momentum and variance; ZeRO stage 1 divides the K term by N, stage 2 also the gradients, stage 3
-also the weights), activations per micro-batch (:func:`training_activation_bytes`), LoRA/QLoRA.
+also the weights), activations per micro-batch (:func:`training_activation_bytes`), LoRA/QLoRA; ``overhead`` is
+the CUDA context and what PyTorch's caching allocator reserves above the allocated peak
+(:func:`gpucost.memory_training.reserve_ratio`): the card must hold the reserved figure.
 """
 
 from __future__ import annotations
@@ -134,6 +136,8 @@ class Setup:
     #: training: the date the framework's behaviour is taken at (data/training_profiles.csv; None: the newest)
     framework_as_of: str | None = None
     loss_kernel: str | None = None   # training: a fused loss that keeps no logits (LOSS_KERNELS); None: the framework's
+    #: training: the caching allocator's reserved ÷ allocated peak (None: data/allocator.csv's)
+    reserve_ratio: float | None = None
 
     @property
     def is_training(self) -> bool:
@@ -161,6 +165,8 @@ class Estimate(Record):
     notes: tuple[str, ...] = ()
     #: training: the peak's parts by what holds them [GiB], largest first (TRAINING_TERMS names them)
     terms: tuple[tuple[str, float], ...] = ()
+    #: training: what the caching allocator reserves above the allocated peak, per GPU [GiB] (in ``per_gpu.overhead``)
+    reserve_gib: float = 0.0
 
     @property
     def dominant_term(self) -> str | None:
@@ -173,9 +179,15 @@ class Estimate(Record):
 
     @property
     def engine_gib(self) -> float:
-        """What the engine itself allocates (per GPU), i.e. without the CUDA context: the figure that
-        allocator statistics (torch.cuda.max_memory_allocated/reserved) and llama.cpp's logs report."""
+        """What the engine itself takes from the card (per GPU), i.e. without the CUDA context: the figure that
+        allocator statistics (a training run's torch.cuda.max_memory_reserved) and llama.cpp's logs report."""
         return self.per_gpu.total - CUDA_CONTEXT_GIB
+
+    @property
+    def allocated_gib(self) -> float:
+        """The allocated peak (per GPU): torch.cuda.max_memory_allocated — the engine's figure less what the caching
+        allocator reserves above it (training; the same as :attr:`engine_gib` for inference)."""
+        return self.engine_gib - self.reserve_gib
 
     def to_dict(self) -> dict:
         s = self.setup
@@ -183,7 +195,9 @@ class Estimate(Record):
                          "context": s.context, "batch": s.batch, "gpus": s.gpus, "zero": s.zero, "offload": s.offload,
                          "per_gpu_gib": self.per_gpu, "cpu_gib": self.cpu_gib, "nvme_gib": self.nvme_gib,
                          "weights_file_gib": self.weights_file_gib, "trainable_params": self.trainable_params,
-                         "notes": self.notes, **({"terms_gib": dict(self.terms), "dominant_term": self.dominant_term}
+                         "notes": self.notes, **({"terms_gib": dict(self.terms), "dominant_term": self.dominant_term,
+                                                     "allocated_peak_gib": self.allocated_gib,
+                                                     "allocator_reserve_gib": self.reserve_gib}
                                                  if self.terms else {})})
 
 
@@ -525,7 +539,8 @@ def estimate(spec: ModelSpec, fmt: QuantFormat, setup: Setup | None = None, **kw
                       ("weights", "kv_cache", "activations", "gradients", "optimizer", "overhead")})
     return Estimate(model=spec.id, quant=fmt.id, setup=s, per_gpu=bd, cpu_gib=float(b["cpu"].reshape(-1)[0]) / GIB,
                     nvme_gib=float(b["nvme"].reshape(-1)[0]) / GIB, weights_file_gib=weights_file_gib(spec, fmt),
-                    trainable_params=float(trainable), notes=tuple(notes), terms=terms if s.is_training else ())
+                    trainable_params=float(trainable), notes=tuple(notes), terms=terms if s.is_training else (),
+                    reserve_gib=float(b["reserve"].reshape(-1)[0]) / GIB if s.is_training else 0.0)
 
 
 def _per_gpu_totals(spec: ModelSpec, fmt: QuantFormat, s: Setup, counts) -> np.ndarray:

@@ -1,9 +1,10 @@
 """Training memory: what a fine-tuning run keeps on each card — the ZeRO paper's model states (Rajbhandari et al.
 2020, arXiv 1910.02054, section 3.1: 16-bit weights and gradients plus K bytes of optimizer state per parameter,
 divided by the ZeRO stage), the activations kept for backward and the loss's logits, as each training framework's
-code lays them out (data/training_profiles.csv, :class:`~gpucost.memory_profiles.TrainingProfile`). The scalar
-estimate and the whole fit matrix (:mod:`gpucost.memory`, :mod:`gpucost.fit_matrix`) both call
-:func:`training_bytes`."""
+code lays them out (data/training_profiles.csv, :class:`~gpucost.memory_profiles.TrainingProfile`), and what
+PyTorch's caching allocator reserves above that allocated peak (data/allocator.csv) — the card must hold the
+reserved figure, not the allocated one. The scalar estimate and the whole fit matrix (:mod:`gpucost.memory`,
+:mod:`gpucost.fit_matrix`) both call :func:`training_bytes`."""
 
 from __future__ import annotations
 
@@ -55,6 +56,28 @@ def training_profile(framework: str, as_of: str | None = None) -> TrainingProfil
         raise UnknownNameError("training framework", framework, TRAINING_FRAMEWORKS)
     dated = [prof for since, prof in rows if as_of is None or since <= as_of]
     return dated[-1] if dated else rows[0][1]
+
+
+@lru_cache(maxsize=8)
+def _reserve_rows(key: tuple) -> dict[str, float]:
+    from gpucost.catalog import load_table
+
+    t = load_table("allocator")
+    return {str(r["regime"]): float(r["reserved_over_allocated"]) for _, r in t.iterrows()}
+
+
+def reserve_ratio(regime: str = "training") -> float:
+    """PyTorch's caching allocator: its reserved peak ÷ the allocated peak of a run (data/allocator.csv: the median
+    over documents of one run's two figures, torch.cuda.max_memory_reserved or nvidia-smi beside
+    max_memory_allocated; blocks freed by one step stay cached and split, so the card holds more than is ever
+    allocated at once)."""
+    from gpucost.catalog import table_path
+
+    p = table_path("allocator")
+    rows = _reserve_rows((str(p), p.stat().st_mtime_ns))
+    if regime not in rows:
+        raise UnknownNameError("allocator regime", regime, tuple(rows))
+    return rows[regime]
 
 
 #: the Linear layers of a decoder block a LoRA target set adapts, by their input: (attention input (q, k, v),
@@ -190,28 +213,32 @@ def training_bytes(a: dict, N, s: Setup, trainable, fmt_quantized: bool) -> dict
     dequant = np.where(quantized, a["largest_block"] * ACT_BYTES, 0.0)
     logits = kept["logits"]
     act = kept["saved"] + logits + dequant
-    overhead = CUDA_CONTEXT_GIB * GIB
     if mp > 1:
         weights, grads, opt_gpu, cpu, nvme = (x / mp for x in (weights, grads, opt_gpu, cpu, nvme))
         act, logits, dequant = act / tp, logits / tp, dequant / tp
+    # the caching allocator reserves more than the allocated peak: the card holds the reserved figure
+    ratio = s.reserve_ratio if s.reserve_ratio is not None else reserve_ratio("training")
+    reserve = (ratio - 1.0) * (weights + grads + opt_gpu + act)
+    overhead = CUDA_CONTEXT_GIB * GIB + reserve
     shape = np.broadcast(weights, grads, opt_gpu, act, N).shape
     return {"weights": np.broadcast_to(weights, shape), "kv_cache": np.zeros(shape),
             "activations": np.broadcast_to(act, shape), "gradients": np.broadcast_to(grads, shape),
-            "optimizer": np.broadcast_to(opt_gpu, shape), "overhead": np.full(shape, overhead),
+            "optimizer": np.broadcast_to(opt_gpu, shape), "overhead": np.broadcast_to(overhead, shape),
+            "reserve": np.broadcast_to(reserve, shape),
             "cpu": np.broadcast_to(cpu, shape), "nvme": np.broadcast_to(nvme, shape),
             "logits": np.broadcast_to(logits, shape), "dequant": np.broadcast_to(dequant, shape)}
 
 
 #: the parts of a training peak, as :func:`training_terms` names them (locale keys ``term_<name>``)
-TRAINING_TERMS = ("weights", "gradients", "optimizer", "activations", "logits", "dequant", "context")
+TRAINING_TERMS = ("weights", "gradients", "optimizer", "activations", "logits", "dequant", "allocator", "context")
 
 
 def training_terms(b: dict) -> tuple[tuple[str, float], ...]:
     """A training peak's parts [GiB], largest first: the weights, gradients and optimizer states on the card, the
-    activations kept for backward, the loss's logits, the dequantized weight of a quantized base and the CUDA
-    context (they add up to the per-GPU total)."""
+    activations kept for backward, the loss's logits, the dequantized weight of a quantized base, what the caching
+    allocator reserves above the allocated peak and the CUDA context (they add up to the per-GPU total)."""
     first = {k: float(np.asarray(v).reshape(-1)[0]) / GIB for k, v in b.items()}
     parts = {"weights": first["weights"], "gradients": first["gradients"], "optimizer": first["optimizer"],
              "activations": first["activations"] - first["logits"] - first["dequant"], "logits": first["logits"],
-             "dequant": first["dequant"], "context": first["overhead"]}
+             "dequant": first["dequant"], "allocator": first["reserve"], "context": first["overhead"] - first["reserve"]}
     return tuple(sorted(((k, parts[k]) for k in TRAINING_TERMS), key=lambda kv: -kv[1]))

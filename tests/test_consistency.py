@@ -332,17 +332,21 @@ def test_decode_speed_and_cost_per_million_tokens_on_a_bought_4090(cat):
 
 def test_training_speed_of_a_lora_run_on_a_4090(cat):
     """speed.training_time, `gpucost plan train`, page 05, the 4090-vs-A100 claim and the startup scenario's
-    LoRA job (page 03) all train Llama 3 8B with LoRA on one RTX 4090 at the same tokens/s."""
+    LoRA job (page 03) all train Llama 3 8B with LoRA on one RTX 4090 at the same tokens/s. (At 4,096 tokens the run
+    fits one 24 GiB card only with the states offloaded, once the caching allocator's reserve is counted: the plan
+    and page 05 are asked for that one-card layout, whose speed the model does not slow.)"""
     spec, g = catalog_spec("llama-3-8b", cat), gpu(cat, "rtx-4090")
     tps = training_time(spec, g, mode="lora", catalog=cat).tokens_per_s
-    plan_cli = cli("plan", "train", "--model", "llama-3-8b", "--gpu", "rtx-4090", "--mode", "lora", "--strategy", "dp")
+    plan_cli = cli("plan", "train", "--model", "llama-3-8b", "--gpu", "rtx-4090", "--mode", "lora",
+                   "--strategy", "zero3+cpu")
+    assert plan_cli["min_gpus"] == 1
     page05 = {o.strategy: o.tokens_per_s for o in train_page(model="llama-3-8b", train_gpu="rtx-4090",
                                                                train_mode="lora").options}
     claim = claims.evaluate("rtx4090_training_vs_a100", cat).computed["gpu_tokens_per_s"]
     inp = tco.resolve(tco.load_scenario("startup"), cat)
     job = next(j for j in inp.jobs if j.kind == "training")
     sc_tokens = next(j.tokens for j in inp.scenario.jobs if j.name == job.name)
-    same(tps, plan_cli["tokens_per_s"], page05["dp"], claim, sc_tokens / (job.hours_per_unit * 3600))
+    same(tps, plan_cli["tokens_per_s"], page05["zero3+cpu"], claim, sc_tokens / (job.hours_per_unit * 3600))
 
 
 def test_cost_of_a_training_run_on_rented_h100s(cat):

@@ -3,13 +3,14 @@ a source (the ZeRO paper's Figure 1, llama.cpp's printed buffers)."""
 
 from __future__ import annotations
 
+import csv
 from dataclasses import replace
 
 import numpy as np
 import pytest
 
 from gpucost.cards import card_table
-from gpucost.catalog import Catalog
+from gpucost.catalog import Catalog, bundled_data_dir
 from gpucost.errors import GpucostError, UnknownNameError
 from gpucost.fit_matrix import fit_matrix
 from gpucost.memory import (
@@ -385,11 +386,14 @@ def test_zero3_gpu_counts_by_hand(cat, params, vram):
     bf = fmt(cat, "bf16")
     s = Setup(mode="full", context=1, zero=3, engine="transformers")
     n, per = min_gpus(_toy(params), bf, s, vram)
-    # per GPU: 16Ψ/N of model states, the two gathered layers, the CUDA context (0.25 GiB) and the
-    # activations of one token (stored for backward: 1000 layers × 2 × 256 values + one layer's set)
+    # per GPU: 16Ψ/N of model states, the two gathered layers and the activations of one token (stored for
+    # backward: 1000 layers × 2 × 256 values + one layer's set) — allocated, then reserved at data/allocator.csv's
+    # ratio — and the CUDA context (0.25 GiB)
+    ratio = float(next(csv.DictReader(open(bundled_data_dir() / "allocator.csv", encoding="utf-8")))[
+        "reserved_over_allocated"])
     one = estimate(_toy(params), bf, replace(s, gpus=1))
-    fixed = (one.per_gpu.activations + one.per_gpu.overhead) * GIB + TOY_GATHERED
-    want = max(1, int(np.ceil(16 * params / (vram * GIB - fixed) - 1e-12)))
+    fixed = one.per_gpu.activations * GIB + TOY_GATHERED
+    want = max(1, int(np.ceil(16 * params / ((vram - 0.25) * GIB / ratio - fixed) - 1e-12)))
     assert n == want and per <= vram
     if n > 1:
         assert estimate(_toy(params), bf, replace(s, gpus=n - 1)).total_gib > vram

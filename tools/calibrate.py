@@ -5,6 +5,8 @@
   all-reduce latency are kept (not fitted here);
 * data/error_bands.csv — the cross-validated error per category and engine: median and p90 of the
   absolute error, and p10 / p50 / p90 of measured ÷ estimated (the band every estimate carries).
+* data/allocator.csv — the caching allocator's reserved ÷ allocated peak of a training run, from the corpus's
+  pairs of one run's two figures (gpucost.validation.allocator).
 
 Usage (repo root): .venv/bin/python tools/calibrate.py [--check]
 ``--check`` writes nothing and exits 1 when the stored tables differ from a refit (tests/test_validation.py
@@ -16,16 +18,19 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from gpucost.catalog import Catalog
 from gpucost.speed import efficiency_table
 from gpucost.validation import error_bands, summary, validate
+from gpucost.validation.allocator import fit_reserve_ratio, reserve_pairs
 from gpucost.validation.fit import corpus_terms, factor_table, fit_factors
 
 ROOT = Path(__file__).resolve().parents[1]
 EFF = ROOT / "data" / "engine_efficiency.csv"
 BANDS = ROOT / "data" / "error_bands.csv"
+ALLOCATOR = ROOT / "data" / "allocator.csv"
 COLS = ["engine", "bw_efficiency", "layer_overhead_ms", "host_layer_ms", "compute_efficiency", "allreduce_latency_ms",
         "mfu", "fallback", "calibration_rows", "source", "as_of", "notes"]
 SOURCE = ("fitted by tools/calibrate.py (gpucost.validation.fit) on the listed rows of data/benchmarks.csv, "
@@ -80,6 +85,26 @@ def efficiency_rows(catalog: Catalog) -> pd.DataFrame:
     return df[COLS].astype(object).fillna("")
 
 
+def allocator_rows(catalog: Catalog) -> pd.DataFrame:
+    pairs = reserve_pairs(catalog)
+    ratios = np.array([p.ratio for p in pairs])
+    bench = catalog.table("benchmarks").set_index("id")
+    ids = sorted({i for p in pairs for i in (p.allocated_id, p.reserved_id)})
+    docs = sorted({p.source for p in pairs})
+    per_doc = {d: float(np.median([p.ratio for p in pairs if p.source == d])) for d in docs}
+    return pd.DataFrame([{
+        "regime": "training", "reserved_over_allocated": round(fit_reserve_ratio(pairs), 4),
+        "p10": round(float(np.percentile(ratios, 10)), 4), "p90": round(float(np.percentile(ratios, 90)), 4),
+        "pairs": len(pairs), "documents": len(docs), "calibration_rows": ";".join(ids),
+        "source": "tools/calibrate.py (gpucost.validation.allocator) on the listed rows of data/benchmarks.csv: one "
+                  "run's torch.cuda.max_memory_reserved (or nvidia-smi less the CUDA context) beside its "
+                  "max_memory_allocated; the rows' own source columns name who measured them",
+        "as_of": str(max(bench.loc[ids, "as_of"].astype(str))),
+        "notes": "median over documents of each document's median ratio (" + ", ".join(
+            f"{d} {per_doc[d]:.3f} over {sum(p.source == d for p in pairs)}" for d in docs) + "); p10-p90 over "
+                 "the pairs"}])
+
+
 def band_rows(catalog: Catalog) -> pd.DataFrame:
     results = validate(catalog)
     bands = error_bands(results)
@@ -106,15 +131,18 @@ def band_rows(catalog: Catalog) -> pd.DataFrame:
 def main(argv: list[str]) -> int:
     cat = Catalog()
     eff = efficiency_rows(cat)
+    alloc = allocator_rows(cat)
     bands = band_rows(cat)
     if "--check" in argv:
-        same = (EFF.read_text(encoding="utf-8") == eff.to_csv(index=False, lineterminator="\n")
-                and BANDS.exists() and BANDS.read_text(encoding="utf-8") == bands.to_csv(index=False, lineterminator="\n"))
+        same = all(path.exists() and path.read_text(encoding="utf-8") == df.to_csv(index=False, lineterminator="\n")
+                   for path, df in ((EFF, eff), (BANDS, bands), (ALLOCATOR, alloc)))
         print("stored tables are current" if same else "stored tables differ from a refit: run tools/calibrate.py")
         return 0 if same else 1
     EFF.write_text(eff.to_csv(index=False, lineterminator="\n"), encoding="utf-8")
     BANDS.write_text(bands.to_csv(index=False, lineterminator="\n"), encoding="utf-8")
-    print(f"wrote {EFF.relative_to(ROOT)} ({len(eff)} rows) and {BANDS.relative_to(ROOT)} ({len(bands)} rows)")
+    ALLOCATOR.write_text(alloc.to_csv(index=False, lineterminator="\n"), encoding="utf-8")
+    print(f"wrote {EFF.relative_to(ROOT)} ({len(eff)} rows), {BANDS.relative_to(ROOT)} ({len(bands)} rows) and "
+          f"{ALLOCATOR.relative_to(ROOT)} (reserved / allocated {alloc.at[0, 'reserved_over_allocated']})")
     return 0
 
 

@@ -67,6 +67,10 @@ _DATA_WHAT = {
                          "fitted on (tools/calibrate.py)",
     "error_bands": "cross-validated error and p10–p90 of measured ÷ estimated per category and engine "
                    "(tools/calibrate.py)",
+    "training_profiles": "what each fine-tuning framework (and version) keeps on the card, field by field from "
+                         "its code",
+    "allocator": "PyTorch's caching allocator: reserved ÷ allocated peak of a training run, from the corpus's "
+                 "pairs of one run's two figures (tools/calibrate.py)",
 }
 
 

@@ -15,7 +15,9 @@ without a column are read from its notes):
 * What was measured (``measure_kind``): ``nvidia_smi`` is compared with what the process occupies on the
   card (:func:`gpucost.memory.occupied_gib`: vLLM and SGLang take their share whatever the model needs);
   ``model_weights`` with the weights, ``kv_cache`` with the KV cache; every other kind (allocator peak,
-  reserved, an engine's log, unknown) with what the engine allocates (without the CUDA context).
+  reserved, an engine's log, unknown) with what the engine allocates (without the CUDA context) — for training,
+  ``reserved`` with the caching allocator's reserved peak, ``nvidia_smi`` with it and the CUDA context, every
+  other kind with the allocated peak (:mod:`gpucost.validation.allocator`).
 * Inference memory: ``context`` is the KV length allocated (llama.cpp ``-c``, vLLM ``max_model_len``),
   else prompt + generated tokens; the prompt (the largest forward pass) is ``prompt_tokens`` when given.
 * Training memory: the framework's row of data/training_profiles.csv in force on the row's date; from its notes,
@@ -200,7 +202,7 @@ def lora_targets_of(row: dict) -> str:
     return "attention" if _ATTENTION_ONLY.search(notes) else "all-linear"
 
 
-def _training_memory(row: dict, spec, fmt) -> float:
+def _training_memory(row: dict, spec, fmt, reserve_ratio: float | None = None) -> float:
     framework = engine_of(row)
     ctx, _, _ = _tokens(row)
     if ctx < 1:
@@ -221,9 +223,13 @@ def _training_memory(row: dict, spec, fmt) -> float:
               lora_rank=_int(row.get("lora_rank"), Setup.lora_rank), optimizer=opt or None,
               lora_targets=lora_targets_of(row), grad_checkpointing=ckpt, flash_attention=True,
               framework_as_of=str(row.get("as_of") or "") or None,
-              loss_kernel="cce" if _CCE.search(str(row.get("notes") or "")) else None)
+              loss_kernel="cce" if _CCE.search(str(row.get("notes") or "")) else None, reserve_ratio=reserve_ratio)
     est = estimate(spec, fmt, s)
-    return (est.per_gpu.total if str(row.get("measure_kind")) == "nvidia_smi" else est.engine_gib) * _cards_summed(row)
+    kind = str(row.get("measure_kind") or "unknown")
+    # nvidia-smi: the reserved peak and the CUDA context; the allocator's reserved peak; every other kind (the
+    # allocated peak, an unnamed figure) the allocated peak
+    value = {"nvidia_smi": est.per_gpu.total, "reserved": est.engine_gib}.get(kind, est.allocated_gib)
+    return value * _cards_summed(row)
 
 
 def _aggregate(row: dict) -> bool:
@@ -319,9 +325,11 @@ def _serving(row: dict, spec, fmt, catalog: Catalog, table: dict[str, EngineEffi
     return ttft if cat == "serving_ttft" else tpot
 
 
-def row_estimate(row: dict, catalog: Catalog, table: dict[str, EngineEfficiency] | None = None) -> float:
-    """The estimator's value for one corpus row, in the row's comparison unit. Raises GpucostError (with
-    the reason) when the row cannot be estimated."""
+def row_estimate(row: dict, catalog: Catalog, table: dict[str, EngineEfficiency] | None = None,
+                 reserve_ratio: float | None = None) -> float:
+    """The estimator's value for one corpus row, in the row's comparison unit (``reserve_ratio``: the caching
+    allocator's reserved ÷ allocated peak of a training run; None: data/allocator.csv's). Raises GpucostError
+    (with the reason) when the row cannot be estimated."""
     table = table if table is not None else efficiency_table(catalog)
     cat = row["category"]
     if cat not in CATEGORIES:
@@ -341,7 +349,7 @@ def row_estimate(row: dict, catalog: Catalog, table: dict[str, EngineEfficiency]
     if cat == "inference_memory":
         return _inference_memory(row, spec, fmt, catalog)
     if cat == "training_memory":
-        return _training_memory(row, spec, fmt)
+        return _training_memory(row, spec, fmt, reserve_ratio)
     if cat in SERVING_CATEGORIES:
         return _serving(row, spec, fmt, catalog, table)
     return _speed(row, spec, fmt, catalog, table)

@@ -1,0 +1,78 @@
+"""What PyTorch's caching allocator reserves above a training run's allocated peak, measured on the corpus.
+
+A training step frees and re-allocates tensors of many sizes; the caching allocator keeps freed blocks (and splits
+them) instead of returning them to the driver, so the card holds its *reserved* peak
+(``torch.cuda.max_memory_reserved``, or what nvidia-smi shows less the CUDA context), not the allocated one
+(``torch.cuda.max_memory_allocated``). gpucost estimates the allocated peak term by term and multiplies it by the
+ratio measured where a document gives both figures of one run: a row whose notes say ``same run as ID`` pairs with
+row ID. The ratio is the median over documents of each document's median (a document of 69 pairs weighs as much
+as one of a single pair); the cross-validated error judges each document's rows with the ratio of the others
+(:func:`fit_reserve_ratio` with ``exclude_source``). tools/calibrate.py writes the whole-corpus ratio to
+data/allocator.csv, which the product reads (:func:`gpucost.memory_training.reserve_ratio`).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from gpucost.catalog import Catalog
+from gpucost.errors import GpucostError
+from gpucost.memory_profiles import CUDA_CONTEXT_GIB
+from gpucost.validation.corpus import comparison_value, source_of
+
+_SAME_RUN = re.compile(r"same run as (\w+)")
+#: the measure kinds that are a reserved figure (nvidia-smi less the CUDA context)
+RESERVED_KINDS = ("reserved", "nvidia_smi")
+
+
+@dataclass(frozen=True)
+class ReservePair:
+    """One run's two figures: its allocated and its reserved peak [GiB] per GPU."""
+
+    source: str
+    allocated_id: str
+    reserved_id: str
+    allocated_gib: float
+    reserved_gib: float
+
+    @property
+    def ratio(self) -> float:
+        return self.reserved_gib / self.allocated_gib
+
+
+def reserve_pairs(catalog: Catalog) -> list[ReservePair]:
+    """Every pair of training-memory rows of one run: an allocated peak and a reserved (or nvidia-smi) figure,
+    linked by ``same run as ID`` in either row's notes; nvidia-smi figures less the CUDA context."""
+    t = catalog.table("benchmarks")
+    rows = {str(r["id"]): r for r in t[t["category"] == "training_memory"].to_dict(orient="records")}
+    out, seen = [], set()
+    for row in rows.values():
+        m = _SAME_RUN.search(str(row.get("notes") or ""))
+        if not m or m.group(1) not in rows:
+            continue
+        kinds = {str(r.get("measure_kind")): r for r in (row, rows[m.group(1)])}
+        alloc = kinds.get("allocator_peak")
+        res = next((kinds[k] for k in RESERVED_KINDS if k in kinds), None)
+        if alloc is None or res is None or (str(alloc["id"]), str(res["id"])) in seen:
+            continue
+        seen.add((str(alloc["id"]), str(res["id"])))
+        a, r = comparison_value(alloc)[0], comparison_value(res)[0]
+        if res.get("measure_kind") == "nvidia_smi":
+            r -= CUDA_CONTEXT_GIB
+        out.append(ReservePair(source=source_of(alloc), allocated_id=str(alloc["id"]), reserved_id=str(res["id"]),
+                               allocated_gib=a, reserved_gib=r))
+    return out
+
+
+def fit_reserve_ratio(pairs: list[ReservePair], exclude_source: str | None = None) -> float:
+    """The median over documents of each document's median reserved ÷ allocated, without ``exclude_source``'s."""
+    by_doc: dict[str, list[float]] = {}
+    for p in pairs:
+        if p.source != exclude_source:
+            by_doc.setdefault(p.source, []).append(p.ratio)
+    if not by_doc:
+        raise GpucostError("no run in the corpus states both its allocated and its reserved peak")
+    return float(np.median([np.median(v) for v in by_doc.values()]))
