@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from gpucost.catalog import Catalog, bundled_data_dir
+from gpucost.errors import GpucostError
 from gpucost.memory import Setup, estimate, training_profile
 from gpucost.memory_profiles import TRAINING_FRAMEWORKS
 from gpucost.models import catalog_spec
@@ -181,3 +182,20 @@ def test_the_card_must_hold_the_allocators_reserved_peak(cat):
     # inference is not multiplied (its engines' own figures are what the corpus judges them on)
     inf = json.loads(run_cli("fit", "--model", "llama-3.1-8b", "--quant", "bf16", "--json").stdout)
     assert "allocator_reserve_gib" not in inf
+
+
+def test_data_parallel_replicas_that_each_split_a_copy_by_device_map(cat):
+    """ms-swift's "mp_ddp" scripts: 2 processes over 4 cards, each spreading its copy over 2 of them — each card
+    holds half the layers, as in the one-process split over 2 cards (not a whole copy on each of 4)."""
+    from gpucost.validation.corpus import row_estimate
+
+    row = {"id": "x", "category": "training_memory", "model_id": "qwen2.5-7b", "quant": "bf16", "mode": "lora",
+           "engine": "ms-swift", "num_gpus": 4, "batch": 1, "context": 2048, "lora_rank": 8, "measured": 1,
+           "unit": "GiB", "measure_kind": "unknown", "as_of": "2023-12-29",
+           "notes": "2 torchrun processes over 4 GPUs: each process spreads its model copy over 2 GPUs with device_map"}
+    two_stage = row_estimate({**row, "num_gpus": 2, "notes": "one process, model split by device_map (naive model "
+                                                            "parallel)"}, cat)
+    whole_copy = row_estimate({**row, "notes": "data parallel"}, cat)
+    assert row_estimate(row, cat) == pytest.approx(two_stage, rel=1e-9) and two_stage < 0.75 * whole_copy
+    with pytest.raises(GpucostError, match="do not split"):
+        row_estimate({**row, "num_gpus": 3}, cat)

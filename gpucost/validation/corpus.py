@@ -192,6 +192,8 @@ _ATTENTION_ONLY = re.compile(r"\bq,\s*k,\s*v,\s*o only|attention (?:projections|
 #: a run with Cut Cross-Entropy (axolotl's plugin): its notes name it, not as absent ("no …") or conditional
 _CCE = re.compile(r"(?<!no )cut[ _]cross[ _-]?entropy(?!(?:\s+plugin)?\W+(?:false|off|not|where))", re.IGNORECASE)
 _NAIVE_SPLIT = re.compile(r"naive model parallel|split (?:over|across) the (?:two |\d+ )?GPUs by device_map", re.IGNORECASE)
+#: data parallel over replicas that each spread one model copy over N cards by device_map (ms-swift's "mp_ddp")
+_REPLICA_SPLIT = re.compile(r"model copy over (\d+) GPUs with device_map", re.IGNORECASE)
 
 
 def lora_targets_of(row: dict) -> str:
@@ -216,8 +218,13 @@ def _training_memory(row: dict, spec, fmt, reserve_ratio: float | None = None) -
         offload = "cpu" if "cpu offload" in str(row.get("notes") or "").lower() else "none"
     zero = _int(row.get("zero_stage"), 0)
     gpus = _int(row.get("num_gpus"), 1)
-    # one process that splits the layers over its cards (device_map, naive model parallel): pipeline stages
-    pp = gpus if _NAIVE_SPLIT.search(str(row.get("notes") or "")) else 1
+    # one process that splits the layers over its cards (device_map, naive model parallel): pipeline stages; data
+    # parallel replicas that each split one copy over N of the cards: N stages per replica
+    notes = str(row.get("notes") or "")
+    replica = _REPLICA_SPLIT.search(notes)
+    pp = int(replica.group(1)) if replica else (gpus if _NAIVE_SPLIT.search(notes) else 1)
+    if gpus % pp:
+        raise GpucostError(f"{gpus} cards do not split into replicas of {pp} pipeline stages")
     s = Setup(mode=str(row.get("mode") or "full"), context=max(ctx, 1), batch=_int(row.get("batch"), 1),
               gpus=gpus, pp=pp, engine=framework, zero=zero, offload=offload if zero else "none",
               lora_rank=_int(row.get("lora_rank"), Setup.lora_rank), optimizer=opt or None,
