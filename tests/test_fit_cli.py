@@ -117,3 +117,22 @@ def test_page_in_chinese_and_bad_context_is_a_message(tmp_path):
     # said next to the field; the results use the shared default (4096) and are marked out of date
     assert rec["stale"] and "'lots' is not a number" in rec["invalid"]["context"]
     assert rec["context"] == 4096
+
+
+@pytest.mark.notebook
+@pytest.mark.timeout(300)
+def test_page_02_takes_the_loss_kernel_as_the_cli_does(tmp_path):
+    """Page 02's loss-kernel input (training): QLoRA of Llama 3.1 8B at 4 × 2,048 tokens with Cut Cross-Entropy keeps
+    no logits — the page and `gpucost fit --loss-kernel cce` give the same memory, and its allocated peak is the
+    framework loss's less exactly the logits (4 × 2,048 × 128,256 × 12 bytes)."""
+    params = {"model": "llama-3.1-8b", "mode": "qlora", "quant": "bnb-nf4-dq", "context": "2048", "batch": 4}
+    plain = run_notebook("02_quantization_fit.ipynb", params, tmp_path)
+    cce = run_notebook("02_quantization_fit.ipynb", {**params, "loss_kernel": "cce"}, tmp_path)
+    assert plain["error"] is None and cce["error"] is None
+    assert plain["loss_kernel"] is None and cce["loss_kernel"] == "cce"
+    cli = cli_json("fit", "--model", "llama-3.1-8b", "--mode", "qlora", "--quant", "bnb-nf4-dq", "--context", "2048",
+                   "--batch", "4", "--loss-kernel", "cce")
+    assert cce["per_gpu_gib"] == pytest.approx(cli["per_gpu_gib"])
+    assert cce["terms_gib"]["logits"] == 0
+    assert plain["allocated_peak_gib"] - cce["allocated_peak_gib"] == pytest.approx(4 * 2048 * 128_256 * 12 / 2**30,
+                                                                                    rel=1e-6)

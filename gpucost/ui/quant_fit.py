@@ -17,6 +17,7 @@ from gpucost.fmt import fmt_hours, fmt_money
 from gpucost.i18n import localize
 from gpucost.memory import (
     ENGINE_PROFILES,
+    LOSS_KERNELS,
     MODES,
     TRAINING_FRAMEWORKS,
     Setup,
@@ -54,10 +55,11 @@ class QuantFitPage(Page):
                  engine: str = "", context: int | str = DEFAULTS.context, batch: int = DEFAULTS.batch, gpus: int = DEFAULTS.gpus, zero: int = 0,
                  offload: str = "none", lora_rank: int = DEFAULTS.lora_rank, gpu: str = "rtx-4090", train_tokens_m: float = 100.0,
                  budget: float | None = None, images: int = 0, cpu_moe: int = 0, host_bw_gbps: float | None = None,
-                 lang: str = "en", currency: str | None = None, catalog=None):
+                 loss_kernel: str = "", lang: str = "en", currency: str | None = None, catalog=None):
         self._init = dict(model=model, quant=quant, mode=mode, engine=engine, context=context, batch=batch, gpus=gpus,
                           zero=zero, offload=offload, lora_rank=lora_rank, gpu=gpu, train_tokens_m=train_tokens_m,
-                          budget=budget, images=images, cpu_moe=cpu_moe, host_bw_gbps=host_bw_gbps)
+                          budget=budget, images=images, cpu_moe=cpu_moe, host_bw_gbps=host_bw_gbps,
+                          loss_kernel=loss_kernel)
         self.est = None
         self.fits = []
         self.matrix = None
@@ -95,6 +97,11 @@ class QuantFitPage(Page):
         self.offload = w.Dropdown(options=["none", "cpu", "nvme"],
                                   value=i["offload"] if i["offload"] in ("none", "cpu", "nvme") else "none", style=style)
         self.offload.add_class("gc-fit-offload")
+        # training: the framework's loss, or a fused loss kernel that keeps no logits (LOSS_KERNELS)
+        self._loss_values = ("", *sorted(LOSS_KERNELS))
+        self.loss_kernel = w.Dropdown(options=[(self.opt(v or "loss_framework"), v) for v in self._loss_values],
+                                      value=i["loss_kernel"] if i["loss_kernel"] in self._loss_values else "", style=style)
+        self.loss_kernel.add_class("gc-fit-loss-kernel")
         rank = self.spec_field("lora_rank", SPECS["lora_rank"], i["lora_rank"], "fit_rank", css="gc-fit-rank")
         tokens = self.spec_field("train_tokens", SPECS["train_tokens"], float(i["train_tokens_m"]) * 1e6,
                                  "fit_train_tokens", "fit_training_help", css="gc-fit-train-tokens")
@@ -140,7 +147,8 @@ class QuantFitPage(Page):
             self.field("fit_mode", self.mode), self.field("fit_engine", self.engine), context, batch, images,
             cpu_moe, host_bw, gpus_field,
             self.field("fit_card", self.card), self.field("fit_zero", self.zero),
-            self.field("fit_offload", self.offload), rank, tokens, budget, *self.shell_inputs()]
+            self.field("fit_offload", self.offload), self.field("fit_loss_kernel", self.loss_kernel, "fit_loss_kernel_help"),
+            rank, tokens, budget, *self.shell_inputs()]
 
         self.summary = w.HTML()
         self.summary.add_class("gc-fit-summary")
@@ -162,7 +170,7 @@ class QuantFitPage(Page):
         self.results.children = [self.summary, self.fig_box, self.matrix_html, self.speed_html, self.quality_html,
                                  self.errors_html]
         self.mode.observe(self._mode_changed, names="value")
-        for wid in (self.model, self.quant, self.engine, self.zero, self.offload, self.card):
+        for wid in (self.model, self.quant, self.engine, self.zero, self.offload, self.loss_kernel, self.card):
             wid.observe(lambda _: self.safe_refresh(), names="value")
 
     def _set_engine_options(self, preferred: str = "") -> None:
@@ -196,7 +204,7 @@ class QuantFitPage(Page):
 
     def url_widgets(self) -> dict:
         return {"model": self.model, "mode": self.mode, "quant": self.quant, "engine": self.engine,
-                "gpu": self.card, "zero": self.zero, "offload": self.offload}
+                "gpu": self.card, "zero": self.zero, "offload": self.offload, "loss_kernel": self.loss_kernel}
 
     def apply_params(self, params: dict) -> None:
         """Mode first (it picks a format the mode can use), then the rest."""
@@ -209,6 +217,9 @@ class QuantFitPage(Page):
         self.mode.options = [(self.t(f"fit_mode_{m}"), m) for m in MODES]
         self.mode.value = mode
         self.options(self.offload, ("none", "cpu", "nvme"))
+        keep = self.loss_kernel.value
+        self.loss_kernel.options = [(self.opt(v or "loss_framework"), v) for v in self._loss_values]
+        self.loss_kernel.value = keep
         self._engine_lock = False
 
     # -- a model from its config.json ----------------------------------------------------------------
@@ -288,7 +299,8 @@ class QuantFitPage(Page):
                      gpus=self.val("gpus"), engine=self.engine.value,
                      zero=int(self.zero.value) if training else 0,
                      offload=self.offload.value if training else "none", lora_rank=self.val("lora_rank"),
-                     images=self.val("images") if imgs else 0, cpu_moe=self.val("cpu_moe") if moe else 0)
+                     images=self.val("images") if imgs else 0, cpu_moe=self.val("cpu_moe") if moe else 0,
+                     loss_kernel=(self.loss_kernel.value or None) if training else None)
 
     def refresh(self) -> None:
         if getattr(self, "_engine_lock", False):
@@ -547,6 +559,8 @@ class QuantFitPage(Page):
             "model": self.est.model, "quant": self.est.quant, "mode": self.est.setup.mode,
             "engine": self.est.setup.engine, "context": self.est.setup.context, "batch": self.est.setup.batch,
             "gpus": self.est.setup.gpus, "images": self.est.setup.images, "cpu_moe": self.est.setup.cpu_moe,
+            "loss_kernel": self.est.setup.loss_kernel, "terms_gib": dict(self.est.terms),
+            "allocated_peak_gib": self.est.allocated_gib if self.est.terms else None,
             "per_gpu_gib": self.est.per_gpu.to_dict(), "cpu_gib": self.est.cpu_gib,
             "weights_file_gib": self.est.weights_file_gib, "card": self.card.value,
             "card_min_gpus": card.min_gpus if card else None, "band": memory_band(self.est, self.catalog),

@@ -14,6 +14,7 @@ gpus: int = 1  # GPUs the per-GPU breakdown is for
 zero: int = 0  # DeepSpeed ZeRO stage 0-3 (training)
 offload: str = "none"  # none | cpu | nvme (training with ZeRO >= 1)
 lora_rank: int = 16  # LoRA rank (lora, qlora)
+loss_kernel: str = ""  # training loss: "" = the framework's, cce = Cut Cross-Entropy (keeps no logits)
 gpu: str = "rtx-4090"  # card id or name for the chart and the longest context / largest batch
 train_tokens_m: float = 100.0  # training run size [millions of tokens] for time and cost
 images: int = 0  # images per request (vision-language models)
@@ -27,7 +28,7 @@ from gpucost.ui.quant_fit import QuantFitPage
 
 page = QuantFitPage(model=model, quant=quant, mode=mode, engine=engine, context=context, batch=batch, gpus=gpus,
                     zero=zero, offload=offload, lora_rank=lora_rank, gpu=gpu, train_tokens_m=train_tokens_m,
-                    images=images, cpu_moe=cpu_moe, host_bw_gbps=host_bw_gbps or None,
+                    images=images, cpu_moe=cpu_moe, host_bw_gbps=host_bw_gbps or None, loss_kernel=loss_kernel,
                     lang=lang, currency=currency or None)
 page.display()
 '''
