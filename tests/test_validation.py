@@ -58,7 +58,10 @@ def test_the_corpus_is_broad_and_every_row_names_its_document(cat, results):
     bench = cat.table("benchmarks")
     assert len(bench) >= 400
     assert bench["source_id"].astype(str).str.len().gt(0).all()
-    assert bench["source"].astype(str).str.startswith("http").all()
+    # a public address, or (gpucost's own measurements) the raw output committed in this repository
+    src = bench["source"].astype(str)
+    own = src[~src.str.startswith("http")]
+    assert all((ROOT / s.split(" ")[0]).is_file() for s in own), set(own)
     assert bench["source_id"].nunique() >= 40
     est = results[results["role"] == "validation"]
     assert len(est) >= 400 and est["source_id"].nunique() >= 40
