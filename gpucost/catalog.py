@@ -142,11 +142,12 @@ SCHEMAS: dict[str, dict[str, str]] = {
     },
     # what each training framework (and version) keeps on the card: gpucost.memory's training terms
     "training_profiles": {
+        # a row with based_on may leave a field empty: the based_on framework's value on the run's date
         "framework": "str", "since": "date", "version": "str?", "based_on": "str?",
-        "precision": "enum:mixed|bf16|fp32", "kbit_param_bytes": "num+", "loss_bytes_per_logit": "num+",
-        "norm_saves_fp32": "bool", "gqa_expand": "bool", "quant_saves_inputs": "bool", "lora_dropout": "bool",
-        "offload_checkpoints": "bool", "optimizer_in_backward": "bool", "source": "str", "as_of": "date",
-        "retrieved_on": "date?", "notes": "str?",
+        "precision": "enum:mixed|bf16|fp32?", "kbit_param_bytes": "num+?", "loss_bytes_per_logit": "num+?",
+        "norm_saves_fp32": "bool?", "gqa_expand": "bool?", "quant_saves_inputs": "bool?", "lora_dropout": "bool?",
+        "offload_checkpoints": "bool?", "optimizer_in_backward": "bool?", "adapter_copy": "enum:none|quantized|always?",
+        "kbit_act_bytes": "num+?", "source": "str", "as_of": "date", "retrieved_on": "date?", "notes": "str?",
     },
 }
 
@@ -160,6 +161,7 @@ OPTIONAL_NEW_COLUMNS: dict[str, tuple[str, ...]] = {
                "linear_num_value_heads", "linear_key_head_dim", "linear_value_head_dim", "linear_conv_kernel",
                "moe_layer_step", "image_tokens", "cross_attention_layers"),
     "cloud_offers": ("provider_kind", "retrieved_on"),
+    "training_profiles": ("adapter_copy", "kbit_act_bytes"),
     "benchmarks": ("backend", "prompt_tokens", "concurrency", "offload", "measure_kind", "retrieved_on")}
 
 #: Tables whose rows refer to other tables load those first (for ``ref:`` and ``currency`` checks).

@@ -138,6 +138,14 @@ class Setup:
     loss_kernel: str | None = None   # training: a fused loss that keeps no logits (LOSS_KERNELS); None: the framework's
     #: training: the caching allocator's reserved ÷ allocated peak (None: data/allocator.csv's)
     reserve_ratio: float | None = None
+    #: training: LoRA dropout probability (None: the framework's default, data/training_profiles.csv lora_dropout)
+    lora_dropout: float | None = None
+    #: training: mixed (16-bit weights and gradients, fp32 master and optimizer states), bf16 (everything bf16: a
+    #: model loaded in bf16 and trained so) or fp32 (PRECISIONS); None: the framework's default
+    precision: str | None = None
+    #: training: K and V repeated to every query head before attention (None: the framework's, gqa_expand in
+    #: data/training_profiles.csv; FlashAttention-2 never repeats them)
+    gqa_expand: bool | None = None
 
     @property
     def is_training(self) -> bool:

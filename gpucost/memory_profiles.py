@@ -163,6 +163,16 @@ class TrainingProfile:
     lora_dropout: bool          # the default LoRA dropout > 0: each adapted Linear keeps its dropout output + mask
     optimizer_in_backward: bool
     offload_checkpoints: bool = False  # checkpointed layer inputs go to CPU RAM
+    #: which adapted Linears keep a 16-bit copy of their input of their own rather than sharing the frozen Linear's:
+    #: PEFT's LoRA computes in the adapter's dtype (``x.to(lora_A.weight.dtype)``) and fp32 adapters under the
+    #: trainer's bf16 autocast are recast to bf16 for each adapter — "always" where adapters are fp32 on any base
+    #: (PEFT >= 0.11 autocast_adapter_dtype), "quantized" where only a quantized base's adapters are (before 0.11
+    #: they took a float base's dtype), "none" where the adapters read the shared input
+    adapter_copy: str = "none"
+    #: bytes per value of a QLoRA run's MLP intermediates (gate, up, activation): 4 where the preparation leaves the
+    #: norms' weights fp32, so the norm outputs feeding gate/up are fp32 and bitsandbytes' Linear4bit returns its
+    #: input's dtype
+    kbit_act_bytes: float = 2.0
     version: str = ""
     source: str = ""
 

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from gpucost.errors import UnknownNameError
+from gpucost.errors import GpucostError, UnknownNameError
 from gpucost.memory_profiles import (
     ACT_BYTES,
     CUDA_CONTEXT_GIB,
@@ -31,31 +31,64 @@ if TYPE_CHECKING:
     from gpucost.memory import Setup
 
 
+#: the fields of a training profile row (data/training_profiles.csv) and how each is read; a row with ``based_on``
+#: may leave any of them empty: the based_on framework's value on the run's date
+_FIELDS = {"precision": ("precision", str), "kbit_param_bytes": ("kbit_param_bytes", float),
+           "loss_bytes_per_logit": ("logit_bytes", float), "norm_saves_fp32": ("norm_saves_fp32", bool),
+           "gqa_expand": ("gqa_expand", bool), "quant_saves_inputs": ("quant_saves_inputs", bool),
+           "lora_dropout": ("lora_dropout", bool), "optimizer_in_backward": ("optimizer_in_backward", bool),
+           "offload_checkpoints": ("offload_checkpoints", bool), "adapter_copy": ("adapter_copy", str),
+           "kbit_act_bytes": ("kbit_act_bytes", float)}
+#: a field a row without based_on leaves empty (a user's table written before the column existed): the value that
+#: keeps such a table's meaning
+_FIELD_DEFAULTS = {"adapter_copy": "none", "kbit_act_bytes": 2.0}
+
+
+def _given(v) -> bool:
+    return v is not None and not (isinstance(v, float) and np.isnan(v)) and str(v) != ""
+
+
 @lru_cache(maxsize=64)
-def _profile_rows(key: tuple) -> tuple[tuple[str, TrainingProfile], ...]:
+def _profile_rows(key: tuple) -> tuple[tuple[str, dict], ...]:
     from gpucost.catalog import load_table
 
-    t = load_table("training_profiles").sort_values("since")
-    return tuple((str(r["since"]), TrainingProfile(
-        framework=str(r["framework"]), precision=str(r["precision"]), kbit_param_bytes=float(r["kbit_param_bytes"]),
-        logit_bytes=float(r["loss_bytes_per_logit"]), norm_saves_fp32=bool(r["norm_saves_fp32"]),
-        gqa_expand=bool(r["gqa_expand"]), quant_saves_inputs=bool(r["quant_saves_inputs"]),
-        lora_dropout=bool(r["lora_dropout"]), optimizer_in_backward=bool(r["optimizer_in_backward"]),
-        offload_checkpoints=bool(r["offload_checkpoints"]), version=str(r.get("version") or ""),
-        source=str(r["source"]))) for _, r in t.iterrows())
+    t = load_table("training_profiles").sort_values("since", kind="stable")
+    return tuple((str(r["since"]), dict(r)) for _, r in t.iterrows())
 
 
 def training_profile(framework: str, as_of: str | None = None) -> TrainingProfile:
     """The row of data/training_profiles.csv for ``framework``: the newest one, or the newest in force on the date
-    ``as_of`` (a measurement's date, when its framework version is not stated)."""
+    ``as_of`` (a measurement's date, when its framework version is not stated). A row ``based_on`` another framework
+    takes the fields it leaves empty from that framework's row in force on the same date, so a change in the library
+    it runs on (a newer transformers row) reaches it."""
     from gpucost.catalog import table_path
 
     p = table_path("training_profiles")
-    rows = [(since, prof) for since, prof in _profile_rows((str(p), p.stat().st_mtime_ns)) if prof.framework == framework]
-    if not rows:
+    rows = _profile_rows((str(p), p.stat().st_mtime_ns))
+    return _resolve(rows, framework, as_of, ())
+
+
+def _resolve(rows, framework: str, as_of: str | None, seen: tuple[str, ...]) -> TrainingProfile:
+    own = [(since, r) for since, r in rows if r["framework"] == framework]
+    if not own:
         raise UnknownNameError("training framework", framework, TRAINING_FRAMEWORKS)
-    dated = [prof for since, prof in rows if as_of is None or since <= as_of]
-    return dated[-1] if dated else rows[0][1]
+    dated = [r for since, r in own if as_of is None or since <= as_of]
+    row = dated[-1] if dated else own[0][1]
+    values = {k: row.get(k) for k in _FIELDS}
+    base_name = str(row.get("based_on") or "")
+    if _given(base_name) and any(not _given(v) for v in values.values()):
+        if base_name in seen or base_name == framework:
+            raise GpucostError(f"training_profiles.csv: '{framework}' is based on itself through {base_name}")
+        base = _resolve(rows, base_name, as_of, (*seen, framework))
+        values = {k: v if _given(v) else getattr(base, _FIELDS[k][0]) for k, v in values.items()}
+    for k, v in values.items():
+        if not _given(v):
+            if k not in _FIELD_DEFAULTS:
+                raise GpucostError(f"training_profiles.csv: '{framework}' (since {row['since']}) gives no {k} and is "
+                                   "based on no framework that does")
+            values[k] = _FIELD_DEFAULTS[k]
+    return TrainingProfile(framework=framework, version=str(row.get("version") or ""), source=str(row["source"]),
+                           **{_FIELDS[k][0]: _FIELDS[k][1](v) for k, v in values.items()})
 
 
 @lru_cache(maxsize=8)
@@ -87,26 +120,34 @@ _LORA_INPUTS = {"all-linear": (3, 1, 2, 1), "attention": (3, 1, 0, 0), "qv": (2,
 
 def training_activation_bytes(spec_arrays: dict, seq: float, micro_batch: float, flash: bool, checkpointing: bool,
                               prof: TrainingProfile, mode: str = "full", quantized=False,
-                              lora_targets: str = "all-linear", loss_kernel: str | None = None) -> dict[str, np.ndarray]:
+                              lora_targets: str = "all-linear", loss_kernel: str | None = None,
+                              lora_dropout: bool | None = None, gqa_expand: bool | None = None
+                              ) -> dict[str, np.ndarray]:
     """What one micro-batch keeps for backward [bytes]: ``saved`` (the layers' tensors) and ``logits`` (the loss's).
 
     Per token per layer (16-bit values unless said), the tensors autograd keeps, counted the way Korthikanti et
     al. 2022 (arXiv 2205.05198, section 4.1) count them, for a gated MLP, grouped-query attention, RMSNorm and no
-    dropout — and split by who keeps them, since a frozen Linear keeps nothing:
+    dropout — and split by who keeps them, since a frozen Linear keeps nothing (tools/saved_tensors.py lists them
+    from the real code on the CPU):
 
     * always: the two norms' inputs 4h (8h where the framework's RMSNorm keeps an fp32 copy); attention Q 2·q,
       K and V 4·kv (4·q where they are expanded to every query head), its output 2·q; the MLP's gate, up and
-      activation outputs 6·I (an ungated MLP's first output 2·I); without FlashAttention (Dao et al. 2022, arXiv
-      2205.14135) the softmax output 2·heads·seq;
-    * the inputs of the Linears that need them for backward — every Linear in full fine-tuning, and in QLoRA
-      where the quantized Linear's autograd function keeps its input (bitsandbytes' MatMul4Bit): attention and MLP
-      inputs 4h and the MLP product 2·I; in LoRA only the adapted Linears' inputs, and with LoRA dropout each
-      adapted Linear keeps its own dropout output and mask (3 bytes per input value).
+      activation outputs 6·I (an ungated MLP's first output 2·I) — in QLoRA at ``prof.kbit_act_bytes`` per value
+      (fp32 where the norms' weights were left fp32); without FlashAttention (Dao et al. 2022, arXiv 2205.14135)
+      the softmax output 2·heads·seq;
+    * the inputs of the Linears that need them for backward — every Linear in full fine-tuning (4h + 2·I, shared);
+      in QLoRA where the quantized Linear's autograd function keeps its input (bitsandbytes' MatMul4Bit before
+      0.43.2), each Linear's own 16-bit cast where the activations are fp32, else the shared inputs; in LoRA the
+      adapted Linears' inputs: shared with the frozen Linear's, or a 16-bit copy of each adapter's own where
+      ``prof.adapter_copy`` says so, plus a 1-byte dropout mask per input value with LoRA dropout (an own dropout
+      output and mask, 3 bytes, where the inputs are otherwise shared).
 
     With full activation checkpointing only each layer's input is kept (2h, or the width of a residual stream
     an fp32 cast made 4 bytes), plus one layer's full set while it is recomputed (``offload_checkpoints``: the
     layer inputs wait in CPU RAM instead). The loss keeps ``prof.logit_bytes`` per token per vocabulary entry
-    (a fused ``loss_kernel``'s instead: :data:`LOSS_KERNELS`).
+    (a fused ``loss_kernel``'s instead: :data:`LOSS_KERNELS`). ``lora_dropout``: whether the run's LoRA dropout is
+    above 0 (None: the framework's default); ``gqa_expand``: whether K and V are repeated to every query head (None:
+    the framework's).
     """
     a = spec_arrays
     h, ffn = a["h"], a["mlp_tok"]
@@ -114,21 +155,26 @@ def training_activation_bytes(spec_arrays: dict, seq: float, micro_batch: float,
     kv = a["kv_vals"] / 2
     gated = a["gated"] > 0
     quantized = np.asarray(quantized, dtype=bool)
+    qlora = quantized & (mode == "qlora")
     norms = (8 if prof.norm_saves_fp32 else 4) * h
-    attn = 2 * q + 4 * (q if prof.gqa_expand else kv) + 2 * q
-    mlp = np.where(gated, 6, 2) * ffn
+    expand = prof.gqa_expand if gqa_expand is None else gqa_expand
+    attn = 2 * q + 4 * (q if expand else kv) + 2 * q
+    mlp = np.where(gated, 6, 2) * ffn * np.where(qlora, prof.kbit_act_bytes / ACT_BYTES, 1.0)
     linear_inputs = 4 * h + 2 * ffn
     if mode == "full":
         inputs = linear_inputs
     else:
         n_attn, n_out, n_mlp, n_down = _LORA_INPUTS.get(lora_targets, _LORA_INPUTS["all-linear"])
-        if prof.lora_dropout:
-            adapted = 3 * (n_attn * h + n_out * q + n_mlp * h + n_down * ffn)
-            base = np.where(quantized & prof.quant_saves_inputs, linear_inputs, 0.0)
-        else:  # the adapters read the frozen Linears' own inputs: kept once each
-            adapted = 2 * ((n_attn > 0) * h + (n_mlp > 0) * h + (n_down > 0) * ffn)
-            base = np.where(quantized & prof.quant_saves_inputs, linear_inputs, adapted)
-            adapted = 0.0
+        dropout = prof.lora_dropout if lora_dropout is None else lora_dropout
+        values = n_attn * h + n_out * q + n_mlp * h + n_down * ffn  # one input per adapted Linear
+        own = np.asarray(prof.adapter_copy == "always", dtype=bool) | (quantized & (prof.adapter_copy == "quantized"))
+        keeps = quantized & prof.quant_saves_inputs
+        # each quantized Linear casts an fp32 input to its compute dtype itself: q, k, v, gate and up 5h, o q, down I
+        per_linear = 2 * (5 * h + q + ffn)
+        base = np.where(keeps, np.where(qlora & (prof.kbit_act_bytes > ACT_BYTES), per_linear, linear_inputs), 0.0)
+        shared = 2 * ((n_attn > 0) * h + (n_mlp > 0) * h + (n_down > 0) * ffn)  # read from the frozen Linears' inputs
+        adapted = np.where(own, (2 + (1 if dropout else 0)) * values,
+                           3 * values if dropout else np.where(keeps, 0.0, shared))
         inputs = base + adapted
     per_layer_tok = norms + attn + mlp + inputs
     if not flash:
@@ -154,7 +200,7 @@ def training_bytes(a: dict, N, s: Setup, trainable, fmt_quantized: bool) -> dict
     N = np.asarray(N, dtype=float)
     mp, tp = float(s.tp * s.pp), float(s.tp)
     prof = training_profile(s.engine, s.framework_as_of)
-    prec = PRECISIONS[prof.precision]
+    prec = PRECISIONS[s.precision or prof.precision]
     opt_name = s.optimizer or ("paged-adamw" if s.mode == "qlora" else "adamw")
     opt = OPTIMIZERS[opt_name]
     state_b = opt.state_bytes if opt.state_bytes is not None else prec["state"]
@@ -208,7 +254,8 @@ def training_bytes(a: dict, N, s: Setup, trainable, fmt_quantized: bool) -> dict
         if not opt.paged:
             opt_gpu = opt_gpu * 0.0
     kept = training_activation_bytes(a, float(s.context), float(s.batch), s.flash_attention, s.grad_checkpointing,
-                                     prof, s.mode, quantized, s.lora_targets, s.loss_kernel)
+                                     prof, s.mode, quantized, s.lora_targets, s.loss_kernel,
+                                     None if s.lora_dropout is None else s.lora_dropout > 0, s.gqa_expand)
     # QLoRA dequantizes one weight matrix at a time to the compute dtype
     dequant = np.where(quantized, a["largest_block"] * ACT_BYTES, 0.0)
     logits = kept["logits"]

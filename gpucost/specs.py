@@ -241,6 +241,13 @@ SPECS: Mapping[str, Spec] = {
     "zero": Spec("choice", 0, choices=(0, 1, 2, 3), help="DeepSpeed ZeRO stage"),
     "offload": Spec("choice", "none", choices=("none", "cpu", "nvme"), help="ZeRO offload target"),
     "lora_rank": Spec("int", 16, ge=1, le=4096, help="LoRA rank"),
+    "lora_dropout": Spec("float", None, ge=0, lt=1, optional=True, step=0.05,
+                         help="LoRA dropout probability; above 0 each adapted Linear keeps a dropout mask (default: "
+                              "the framework's: 0 in PEFT and the trainers built on it, 0.05 in ms-swift and LitGPT)"),
+    "train_precision": Spec("choice", "", choices=("", "mixed", "bf16", "fp32"),
+                            help="training precision: mixed (16-bit weights and gradients, fp32 master weights and "
+                                 "AdamW states), bf16 (a model loaded in bf16 and trained so: everything bf16) or "
+                                 "fp32; empty: the framework's (transformers mixed, torchtune and ms-swift bf16)"),
     "gpu_layers": Spec("int", None, ge=0, le=10_000, optional=True, help="llama.cpp -ngl"),
     "cpu_moe": Spec("int", 0, ge=0, le=10_000, help="llama.cpp --n-cpu-moe: the expert weights of the first N "
                     "layers stay in CPU RAM (MoE models)"),

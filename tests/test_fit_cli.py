@@ -136,3 +136,29 @@ def test_page_02_takes_the_loss_kernel_as_the_cli_does(tmp_path):
     assert cce["terms_gib"]["logits"] == 0
     assert plain["allocated_peak_gib"] - cce["allocated_peak_gib"] == pytest.approx(4 * 2048 * 128_256 * 12 / 2**30,
                                                                                     rel=1e-6)
+
+
+@pytest.mark.notebook
+@pytest.mark.timeout(300)
+def test_page_02_takes_precision_and_lora_dropout_as_the_cli_does(tmp_path):
+    """Page 02's training precision and LoRA dropout inputs: a full fine-tune of Llama 3.2 1B loaded in bf16 keeps
+    8 bytes per parameter of weights, gradients and AdamW states where mixed precision keeps 16 (models.csv's 1.236 B
+    parameters × 8 bytes fewer), and LoRA dropout on Llama 3.1 8B at 4 × 512 tokens without checkpointing adds one mask byte per
+    adapted input value: 32 layers × 2,048 tokens × (6 × 4,096 + 14,336) = 2.375 GiB — the page and `gpucost fit`
+    agree on both."""
+    full = {"model": "llama-3.2-1b", "mode": "full", "quant": "bf16", "context": "512", "batch": 4}
+    mixed, bf16 = (run_notebook("02_quantization_fit.ipynb", {**full, "precision": p}, tmp_path) for p in ("", "bf16"))
+    assert mixed["error"] is None and bf16["error"] is None and bf16["precision"] == "bf16"
+    cli = cli_json("fit", "--model", "llama-3.2-1b", "--mode", "full", "--quant", "bf16", "--context", "512",
+                   "--batch", "4", "--precision", "bf16")
+    assert bf16["per_gpu_gib"] == pytest.approx(cli["per_gpu_gib"])
+    states = sum(mixed["terms_gib"][k] - bf16["terms_gib"][k] for k in ("weights", "gradients", "optimizer"))
+    assert states == pytest.approx(1.236e9 * 8 / 2**30, rel=1e-6)
+    lora = {"model": "llama-3.1-8b", "mode": "lora", "quant": "bf16", "context": "512", "batch": 4}
+    off, on = (run_notebook("02_quantization_fit.ipynb", {**lora, "lora_dropout": d}, tmp_path) for d in ("off", "on"))
+    assert off["lora_dropout"] == 0 and on["lora_dropout"] == pytest.approx(0.05)
+    cli_on = cli_json("fit", "--model", "llama-3.1-8b", "--mode", "lora", "--quant", "bf16", "--context", "512",
+                      "--batch", "4", "--lora-dropout", "0.1")
+    assert on["per_gpu_gib"] == pytest.approx(cli_on["per_gpu_gib"])  # any probability above 0 keeps the same mask
+    # with checkpointing (the default) one layer is recomputed at a time: one layer's masks, 2,048 × 38,912 bytes
+    assert on["allocated_peak_gib"] - off["allocated_peak_gib"] == pytest.approx(2048 * 38_912 / 2**30, rel=1e-6)

@@ -204,3 +204,136 @@ def test_data_parallel_replicas_that_each_split_a_copy_by_device_map(cat):
     assert row_estimate(row, cat) == pytest.approx(two_stage, rel=1e-9) and two_stage < 0.75 * whole_copy
     with pytest.raises(GpucostError, match="do not split"):
         row_estimate({**row, "num_gpus": 3}, cat)
+
+
+# -- what transformers + PEFT + bitsandbytes keep, by version (tools/saved_tensors.py reads it off the code) ------
+# Llama 3.1 8B: h 4,096, MLP 14,336, 32 layers, 32 query heads and 8 K/V heads of 128 (q 4,096, kv 1,024).
+H, INTER, LAYERS, Q, KV = 4096, 14_336, 32, 4096, 1024
+NOW = dict(context=2048, batch=1, lora_rank=16, grad_checkpointing=False, engine="transformers")
+
+
+def _act(cat, quant, **kw):
+    """The activations kept for backward [bytes] (the layers' saved tensors, without the logits and dequant buffer)."""
+    return dict(_est(cat, "llama-3.1-8b", quant, **{**NOW, **kw}).terms)["activations"] * GIB
+
+
+def test_peft_adapters_keep_their_own_copy_of_the_input_since_0_11(cat):
+    """PEFT >= 0.11 makes adapters fp32 and the bf16 autocast recasts each adapter's input: q, k, v, o, gate and up
+    keep 2 × h bytes each (o: 2 × q), down 2 × I — 77,824 B per layer-token — where before 0.11 the adapters on a
+    bf16 base read the frozen Linears' shared inputs (2 × (h + h + I) = 45,056 B). And transformers >= 4.54 hands
+    grouped K and V to SDPA unrepeated (4 × kv = 4,096 B instead of 4 × q = 16,384 B). 2,048 tokens × 32 layers."""
+    new = _act(cat, "bf16", mode="lora")
+    old = _act(cat, "bf16", mode="lora", framework_as_of="2024-01-01")
+    per_token_layer = (2 * (3 * H + Q + 2 * H + INTER) - 2 * (H + H + INTER)) + (4 * KV - 4 * Q)
+    assert per_token_layer == 20_480
+    assert new - old == pytest.approx(2048 * LAYERS * per_token_layer, rel=1e-9)
+
+
+def test_qlora_runs_its_mlp_in_fp32_after_kbit_preparation(cat):
+    """prepare_model_for_kbit_training leaves the norms' weights fp32, so their outputs are fp32 and Linear4bit
+    returns its input's dtype: gate, up and the activation (6 × I bytes in bf16) take 12 × I in QLoRA. Since
+    bitsandbytes 0.43.2 the quantized Linear keeps nothing else (PR #1270): QLoRA keeps exactly 6 × 14,336 B per
+    layer-token more than LoRA on a bf16 base (2,048 tokens × 32 layers = 5.25 GiB)."""
+    diff = _act(cat, "bnb-nf4-dq", mode="qlora") - _act(cat, "bf16", mode="lora")
+    assert diff == pytest.approx(2048 * LAYERS * 6 * INTER, rel=1e-9)
+    assert diff / GIB == pytest.approx(5.25, abs=0.01)
+
+
+def test_bitsandbytes_before_0_43_2_kept_a_cast_input_per_quantized_linear(cat):
+    """Before bitsandbytes' PR #1270 (2024-07-16) MatMul4Bit kept its input, which Linear4bit had cast from the fp32
+    residual stream itself: q, k, v, gate, up each a bf16 copy of h, o one of q, down one of I — 2 × (5h + q + I) =
+    77,824 B per layer-token on top of the adapters' copies (PEFT 0.11, 2024-06 row)."""
+    before = _act(cat, "bnb-nf4-dq", mode="qlora", framework_as_of="2024-06-30")
+    after = _act(cat, "bnb-nf4-dq", mode="qlora", framework_as_of="2024-07-20")
+    assert before - after == pytest.approx(2048 * LAYERS * 2 * (5 * H + Q + INTER), rel=1e-9)
+
+
+def test_lora_dropout_keeps_a_mask_byte_per_adapted_input(cat):
+    """LoRA dropout (any p > 0) on every Linear: one bool mask byte per adapted input value, 6 × h + I = 38,912 per
+    layer-token (CUDA's fused dropout; the adapters already keep their own input copies). Measured on an H200
+    (gpucost-h200-2026-12-04): 31.77 -> 34.13 GiB for 4 × 512 tokens without checkpointing, +2.36 GiB; this is
+    32 × 2,048 × 38,912 B = 2.375 GiB."""
+    kw = dict(mode="lora", context=512, batch=4)
+    diff = _act(cat, "bf16", **kw, lora_dropout=0.05) - _act(cat, "bf16", **kw)
+    assert diff == pytest.approx(32 * 2048 * 38_912, rel=1e-9)
+    assert _act(cat, "bf16", **kw, lora_dropout=0.3) == _act(cat, "bf16", **kw, lora_dropout=0.05)
+    assert _act(cat, "bf16", **kw, lora_dropout=0.0) == _act(cat, "bf16", **kw)  # PEFT's default is 0
+
+
+def test_a_model_loaded_in_bf16_trains_in_pure_bf16(cat):
+    """Full fine-tuning with the HF Trainer of a model loaded in bf16: weights, gradients and torch AdamW's two states
+    are bf16 (8 bytes per parameter) where mixed precision keeps fp32 master weights and states (16)."""
+    kw = dict(mode="full", context=512, batch=4, engine="transformers")
+    mixed = _est(cat, "llama-3.2-1b", "bf16", **kw)
+    pure = _est(cat, "llama-3.2-1b", "bf16", **kw, precision="bf16")
+    t_m, t_p = dict(mixed.terms), dict(pure.terms)
+    n = 1.236e9  # models.csv's parameter count of Llama 3.2 1B (1,235,814,400 rounded)
+    assert t_p["weights"] * GIB == pytest.approx(2 * n, rel=1e-6)
+    assert t_p["optimizer"] * GIB == pytest.approx(4 * n, rel=1e-6)
+    assert (t_m["optimizer"] - t_p["optimizer"]) * GIB == pytest.approx(8 * n, rel=1e-6)
+
+
+def test_frameworks_built_on_transformers_follow_its_later_rows():
+    """axolotl, LLaMA-Factory and DeepSpeed leave their fields to transformers (based_on): a run dated after a
+    transformers row takes it. TRL keeps its own cast-back of embeddings and head to bf16 (2 bytes), ms-swift its
+    pure bf16 and LoRA dropout; unsloth and LitGPT keep their own rows whatever transformers does."""
+    for fw in ("axolotl", "llama-factory", "deepspeed", "trl", "ms-swift"):
+        for day in ("2024-01-15", "2024-06-01", "2025-01-01", "2026-06-01"):
+            hf, p = training_profile("transformers", day), training_profile(fw, day)
+            assert (p.adapter_copy, p.quant_saves_inputs, p.gqa_expand, p.kbit_act_bytes) == \
+                (hf.adapter_copy, hf.quant_saves_inputs, hf.gqa_expand, hf.kbit_act_bytes), (fw, day)
+    assert training_profile("trl", "2026-01-01").kbit_param_bytes == 2
+    swift = training_profile("ms-swift", "2026-01-01")
+    assert (swift.precision, swift.lora_dropout, swift.adapter_copy) == ("bf16", True, "always")
+    assert training_profile("transformers", "2024-01-01").adapter_copy == "quantized"
+    assert training_profile("unsloth", "2026-01-01").adapter_copy == "none"
+    assert not training_profile("transformers").gqa_expand and training_profile("transformers", "2025-01-01").gqa_expand
+
+
+def test_a_profile_table_that_cannot_be_resolved_is_a_clear_error(tmp_path, monkeypatch):
+    src = bundled_data_dir() / "training_profiles.csv"
+    rows = list(csv.DictReader(open(src, encoding="utf-8")))
+    for r in rows:  # transformers based on axolotl, which is based on transformers: a loop
+        if r["framework"] == "transformers":
+            r["based_on"], r["gqa_expand"] = "axolotl", ""
+    with open(tmp_path / "training_profiles.csv", "w", newline="", encoding="utf-8") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    monkeypatch.setenv("GPUCOST_DATA_DIR", str(tmp_path))
+    with pytest.raises(GpucostError, match="based on itself"):
+        training_profile("axolotl")
+
+
+def test_the_h200_runs_allocated_peaks_are_estimated_closely(cat):
+    """gpucost's own H200 runs (tools/device_measure.py; transformers 5.17, PEFT 0.21, bitsandbytes 0.50): every
+    LoRA and QLoRA run's torch allocated peak is estimated within 20 % (the worst: Mistral 7B QLoRA at 4 × 2,048
+    tokens with checkpointing, 17 % over), and half of them within 4 % (the median is 3.2 %)."""
+    from gpucost.validation.corpus import comparison_value, row_estimate
+
+    rows = [r for r in csv.DictReader(open(bundled_data_dir() / "benchmarks.csv", encoding="utf-8"))
+            if r["source_id"] == "gpucost-h200-2026-12-04" and r["measure_kind"] == "allocator_peak"
+            and r["mode"] in ("lora", "qlora")]
+    assert len(rows) == 50
+    errs = [row_estimate(r, cat) / comparison_value(r)[0] - 1 for r in rows]
+    assert max(abs(e) for e in errs) < 0.20
+    assert float(np.median(np.abs(errs))) < 0.04
+
+
+def test_a_rows_dropout_precision_and_attention_come_from_its_notes():
+    from gpucost.validation.corpus import lora_dropout_of, precision_of
+
+    assert lora_targets_of({"notes": "LoRA r 16 alpha 16 dropout 0.1 on q_proj k_proj v_proj o_proj; bf16"}) == \
+        "attention"
+    assert lora_targets_of({"notes": "LoRA r=8 alpha=32 on q_proj,v_proj, model_max_length 512"}) == "qv"
+    assert lora_targets_of({"notes": "dropout 0.05 on q_proj/v_proj, FSDP"}) == "qv"
+    assert lora_targets_of({"notes": "on q_proj k_proj v_proj o_proj gate_proj up_proj down_proj"}) == "all-linear"
+    assert lora_dropout_of({"notes": "LoRA r 16 alpha 16 dropout 0.1 on q_proj"}) == 0.1
+    assert lora_dropout_of({"notes": "lora_alpha 32, lora_dropout 0.05; measured"}) == 0.05
+    assert lora_dropout_of({"notes": "experts not targeted), dropout 0, optimizer"}) == 0.0
+    assert lora_dropout_of({"notes": "no dropout stated"}) is None
+    full = {"mode": "full", "engine": "transformers"}
+    assert precision_of({**full, "notes": "torch_dtype bfloat16; FSDP mixed_precision no"}) == "bf16"
+    assert precision_of({**full, "notes": "torch_dtype bfloat16; FSDP mixed precision policy bf16"}) is None
+    assert precision_of({**full, "engine": "deepspeed", "notes": "torch_dtype bfloat16"}) is None  # fp32 master
+    assert precision_of({**full, "mode": "lora", "notes": "torch_dtype bfloat16"}) is None

@@ -6,7 +6,7 @@ import argparse
 
 from gpucost.commands import add_market, add_spec, catalog_for
 from gpucost.memory_profiles import LOSS_KERNELS, TRAINING_FRAMEWORKS
-from gpucost.specs import DEFAULTS, ENGINES
+from gpucost.specs import DEFAULTS, ENGINES, SPECS
 
 NAME = "fit"
 HELP = "memory per GPU to serve or fine-tune a model, and how many of each card it needs"
@@ -32,6 +32,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help=f"inference engine (default: llama.cpp for GGUF, else {DEFAULTS.engine}); training: "
                         "transformers (default), torchtune or unsloth")
     add_spec(p, "--lora-rank", "lora_rank", metavar="R")
+    add_spec(p, "--lora-dropout", "lora_dropout", metavar="P")
+    p.add_argument("--precision", default=None, choices=[c for c in SPECS["train_precision"].choices if c],
+                   help=SPECS["train_precision"].help)
     p.add_argument("--lora-targets", default="all-linear", choices=["all-linear", "attention", "qv"])
     p.add_argument("--kv-dtype", default="fp16", choices=["fp16", "bf16", "fp32", "fp8", "q8_0", "q4_0"])
     add_spec(p, "--gpu-layers", "gpu_layers", help="llama.cpp partial offload: layers on the GPU (the rest in CPU RAM)")
@@ -75,7 +78,7 @@ def run(args: argparse.Namespace):
                   offload=args.offload, lora_rank=args.lora_rank, lora_targets=args.lora_targets,
                   kv_dtype=args.kv_dtype, gpu_layers=args.gpu_layers, cpu_moe=args.cpu_moe, images=args.images, optimizer=args.optimizer,
                   flash_attention=not args.no_flash_attention, grad_checkpointing=not args.no_grad_checkpointing,
-                  loss_kernel=args.loss_kernel)
+                  loss_kernel=args.loss_kernel, lora_dropout=args.lora_dropout, precision=args.precision)
     est = estimate(spec, fmt, setup)
     cards = cat.gpus
     if args.gpu:

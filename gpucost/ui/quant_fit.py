@@ -48,6 +48,11 @@ TRAIN_ENGINES = TRAINING_FRAMEWORKS
 CELL_COLORS = ((1, "#b7e1b0"), (2, "#e8f2a1"), (4, "#fde3a7"), (8, "#f9c59a"), (10**9, "#f4a6a6"))
 
 
+#: the page's LoRA dropout choice → Setup.lora_dropout: the framework's default, off, or on (any probability above 0
+#: keeps the same mask; 0.05 is the common value)
+DROPOUT_VALUES: dict[str, float | None] = {"": None, "off": 0.0, "on": 0.05}
+
+
 class QuantFitPage(Page):
     page_id = "fit"
 
@@ -55,11 +60,12 @@ class QuantFitPage(Page):
                  engine: str = "", context: int | str = DEFAULTS.context, batch: int = DEFAULTS.batch, gpus: int = DEFAULTS.gpus, zero: int = 0,
                  offload: str = "none", lora_rank: int = DEFAULTS.lora_rank, gpu: str = "rtx-4090", train_tokens_m: float = 100.0,
                  budget: float | None = None, images: int = 0, cpu_moe: int = 0, host_bw_gbps: float | None = None,
-                 loss_kernel: str = "", lang: str = "en", currency: str | None = None, catalog=None):
+                 loss_kernel: str = "", precision: str = "", lora_dropout: str = "", lang: str = "en",
+                 currency: str | None = None, catalog=None):
         self._init = dict(model=model, quant=quant, mode=mode, engine=engine, context=context, batch=batch, gpus=gpus,
                           zero=zero, offload=offload, lora_rank=lora_rank, gpu=gpu, train_tokens_m=train_tokens_m,
                           budget=budget, images=images, cpu_moe=cpu_moe, host_bw_gbps=host_bw_gbps,
-                          loss_kernel=loss_kernel)
+                          loss_kernel=loss_kernel, precision=precision, lora_dropout=lora_dropout)
         self.est = None
         self.fits = []
         self.matrix = None
@@ -102,6 +108,16 @@ class QuantFitPage(Page):
         self.loss_kernel = w.Dropdown(options=[(self.opt(v or "loss_framework"), v) for v in self._loss_values],
                                       value=i["loss_kernel"] if i["loss_kernel"] in self._loss_values else "", style=style)
         self.loss_kernel.add_class("gc-fit-loss-kernel")
+        # training: the precision (empty: the framework's) and whether LoRA dropout is on (it keeps a mask per adapted
+        # input; its probability does not change the memory): the CLI's --precision and --lora-dropout
+        self._precision_values = SPECS["train_precision"].choices
+        self.precision = w.Dropdown(options=self._precision_options(), style=style,
+                                    value=i["precision"] if i["precision"] in self._precision_values else "")
+        self.precision.add_class("gc-fit-precision")
+        self._dropout_values = ("", "off", "on")
+        self.lora_dropout = w.Dropdown(options=self._dropout_options(), style=style,
+                                       value=i["lora_dropout"] if i["lora_dropout"] in self._dropout_values else "")
+        self.lora_dropout.add_class("gc-fit-lora-dropout")
         rank = self.spec_field("lora_rank", SPECS["lora_rank"], i["lora_rank"], "fit_rank", css="gc-fit-rank")
         tokens = self.spec_field("train_tokens", SPECS["train_tokens"], float(i["train_tokens_m"]) * 1e6,
                                  "fit_train_tokens", "fit_training_help", css="gc-fit-train-tokens")
@@ -148,6 +164,8 @@ class QuantFitPage(Page):
             cpu_moe, host_bw, gpus_field,
             self.field("fit_card", self.card), self.field("fit_zero", self.zero),
             self.field("fit_offload", self.offload), self.field("fit_loss_kernel", self.loss_kernel, "fit_loss_kernel_help"),
+            self.field("fit_precision", self.precision, "fit_precision_help"),
+            self.field("fit_lora_dropout", self.lora_dropout, "fit_lora_dropout_help"),
             rank, tokens, budget, *self.shell_inputs()]
 
         self.summary = w.HTML()
@@ -170,8 +188,15 @@ class QuantFitPage(Page):
         self.results.children = [self.summary, self.fig_box, self.matrix_html, self.speed_html, self.quality_html,
                                  self.errors_html]
         self.mode.observe(self._mode_changed, names="value")
-        for wid in (self.model, self.quant, self.engine, self.zero, self.offload, self.loss_kernel, self.card):
+        for wid in (self.model, self.quant, self.engine, self.zero, self.offload, self.loss_kernel, self.precision,
+                    self.lora_dropout, self.card):
             wid.observe(lambda _: self.safe_refresh(), names="value")
+
+    def _precision_options(self) -> list[tuple[str, str]]:
+        return [(self.t(f"fit_precision_{v or 'framework'}"), v) for v in self._precision_values]
+
+    def _dropout_options(self) -> list[tuple[str, str]]:
+        return [(self.t(f"fit_dropout_{v or 'framework'}"), v) for v in self._dropout_values]
 
     def _set_engine_options(self, preferred: str = "") -> None:
         training = self.mode.value != "inference"
@@ -204,7 +229,8 @@ class QuantFitPage(Page):
 
     def url_widgets(self) -> dict:
         return {"model": self.model, "mode": self.mode, "quant": self.quant, "engine": self.engine,
-                "gpu": self.card, "zero": self.zero, "offload": self.offload, "loss_kernel": self.loss_kernel}
+                "gpu": self.card, "zero": self.zero, "offload": self.offload, "loss_kernel": self.loss_kernel,
+                "precision": self.precision, "lora_dropout": self.lora_dropout}
 
     def apply_params(self, params: dict) -> None:
         """Mode first (it picks a format the mode can use), then the rest."""
@@ -220,6 +246,10 @@ class QuantFitPage(Page):
         keep = self.loss_kernel.value
         self.loss_kernel.options = [(self.opt(v or "loss_framework"), v) for v in self._loss_values]
         self.loss_kernel.value = keep
+        for wid, options in ((self.precision, self._precision_options), (self.lora_dropout, self._dropout_options)):
+            keep = wid.value
+            wid.options = options()
+            wid.value = keep
         self._engine_lock = False
 
     # -- a model from its config.json ----------------------------------------------------------------
@@ -300,7 +330,9 @@ class QuantFitPage(Page):
                      zero=int(self.zero.value) if training else 0,
                      offload=self.offload.value if training else "none", lora_rank=self.val("lora_rank"),
                      images=self.val("images") if imgs else 0, cpu_moe=self.val("cpu_moe") if moe else 0,
-                     loss_kernel=(self.loss_kernel.value or None) if training else None)
+                     loss_kernel=(self.loss_kernel.value or None) if training else None,
+                     precision=(self.precision.value or None) if training else None,
+                     lora_dropout=DROPOUT_VALUES[self.lora_dropout.value] if training else None)
 
     def refresh(self) -> None:
         if getattr(self, "_engine_lock", False):
@@ -560,6 +592,7 @@ class QuantFitPage(Page):
             "engine": self.est.setup.engine, "context": self.est.setup.context, "batch": self.est.setup.batch,
             "gpus": self.est.setup.gpus, "images": self.est.setup.images, "cpu_moe": self.est.setup.cpu_moe,
             "loss_kernel": self.est.setup.loss_kernel, "terms_gib": dict(self.est.terms),
+            "precision": self.est.setup.precision, "lora_dropout": self.est.setup.lora_dropout,
             "allocated_peak_gib": self.est.allocated_gib if self.est.terms else None,
             "per_gpu_gib": self.est.per_gpu.to_dict(), "cpu_gib": self.est.cpu_gib,
             "weights_file_gib": self.est.weights_file_gib, "card": self.card.value,

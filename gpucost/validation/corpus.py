@@ -21,8 +21,11 @@ without a column are read from its notes):
 * Inference memory: ``context`` is the KV length allocated (llama.cpp ``-c``, vLLM ``max_model_len``),
   else prompt + generated tokens; the prompt (the largest forward pass) is ``prompt_tokens`` when given.
 * Training memory: the framework's row of data/training_profiles.csv in force on the row's date; from its notes,
-  the LoRA targets ("query+value only"), Cut Cross-Entropy, one process split over its cards by device_map
-  (pipeline stages) and a figure that is the total over the GPUs; an optimizer gpucost does not model is skipped.
+  the LoRA targets ("query+value only", "on q_proj k_proj v_proj o_proj"), the LoRA dropout ("dropout 0.1"),
+  Cut Cross-Entropy, FlashAttention-2 (K and V kept at their own heads), pure bf16 full fine-tuning (an HF Trainer
+  run of a model loaded in bf16), one process split
+  over its cards by device_map (pipeline stages) and a figure that is the total over the GPUs; an optimizer
+  gpucost does not model is skipped.
 * Decode speed: batch-1 rows per sequence; a batch row is the aggregate over the batch when its notes say
   so, else per sequence; the KV length is prompt + generated / 2. Prefill: a prompt of ``prompt_tokens``
   (else ``context``) tokens; time to first token is that prompt's prefill time.
@@ -185,8 +188,27 @@ def _stated_fraction(row: dict, preallocate: str | None) -> float | None:
 
 
 _QV_ONLY = re.compile(r"query\s*(?:\+|and|,)\s*value only|\bq(?:_proj)?\s*(?:\+|and|,)\s*v(?:_proj)? only"
-                      r"|target_modules\W+q_proj\W+v_proj\W*(?:\]|$)", re.IGNORECASE)
-_ATTENTION_ONLY = re.compile(r"\bq,\s*k,\s*v,\s*o only|attention (?:projections|layers) only", re.IGNORECASE)
+                      r"|target_modules\W+q_proj\W+v_proj\W*(?:\]|$)"
+                      # a list of exactly q_proj and v_proj ("on q_proj,v_proj", "targets q_proj/v_proj")
+                      r"|\bq_proj\s*(?:,|/|\+|and|\s)\s*v_proj\b(?!\s*(?:,|/|\+|and)?\s*(?:k|o|gate|up|down)_proj)",
+                      re.IGNORECASE)
+_ATTENTION_ONLY = re.compile(r"\bq,\s*k,\s*v,\s*o only|attention (?:projections|layers) only"
+                             # a list of the four attention projections and no MLP one ("on q_proj k_proj v_proj o_proj")
+                             r"|\bq_proj\W+k_proj\W+v_proj\W+o_proj\b(?!\W+(?:\w+\W+)?(?:gate|up|down)_proj)",
+                             re.IGNORECASE)
+#: a LoRA dropout probability the notes state ("dropout 0.1", "lora_dropout=0.05", "dropout 0")
+_LORA_DROPOUT = re.compile(r"\b(?:lora[_ ])?dropout\s*[=:]?\s*(\d*\.?\d+)(?![\d.])", re.IGNORECASE)
+#: a full fine-tuning run of the HF Trainer (or FSDP without a mixed-precision policy) on a model loaded in bf16: its
+#: parameters, gradients and AdamW states are bf16 (torch's AdamW keeps its states in the parameters' dtype)
+_PURE_BF16 = re.compile(r"torch_dtype\s*[=:]?\s*(?:torch\.)?bfloat16|pure bf16|loaded in bf16", re.IGNORECASE)
+_MIXED = re.compile(r"mixed[_ ]precision\s*(?:policy|bf16|fp16)|bf16-mixed|master weights|fp32 master",
+                    re.IGNORECASE)
+#: a run with FlashAttention-2 (use_flash_attn true, attn_impl flash_attn, "HF+FA2"): its kernel reads grouped K and V
+#: as they are, so they are never repeated to every query head whatever the framework's SDPA path did
+_FA2 = re.compile(r"use_flash_attn\s*[=:]?\s*true|flash[_ ]attention[_ ]?2\b|flash attention 2|"
+                  r"attn_impl(?:ementation)?\W+flash_attn|\bFA2\b|\(use flash_attn\)", re.IGNORECASE)
+#: the training engines whose full fine-tuning takes the loaded model's dtype (HF Trainer, PEFT's scripts)
+_HF_TRAINER = ("transformers", "transformers+peft", "peft", "trl")
 
 
 #: a run with Cut Cross-Entropy (axolotl's plugin): its notes name it, not as absent ("no …") or conditional
@@ -202,6 +224,22 @@ def lora_targets_of(row: dict) -> str:
     if _QV_ONLY.search(notes):
         return "qv"
     return "attention" if _ATTENTION_ONLY.search(notes) else "all-linear"
+
+
+def lora_dropout_of(row: dict) -> float | None:
+    """The LoRA dropout a row's notes state, else None (the framework's default)."""
+    m = _LORA_DROPOUT.search(str(row.get("notes") or ""))
+    return float(m.group(1)) if m and float(m.group(1)) < 1 else None
+
+
+def precision_of(row: dict) -> str | None:
+    """"bf16" for a full fine-tuning row of the HF Trainer whose notes say the model was loaded in bf16 (and name no
+    mixed-precision policy or fp32 master weights): pure bf16 training; else None (the framework's default)."""
+    notes = str(row.get("notes") or "")
+    if (str(row.get("mode") or "") == "full" and str(row.get("engine") or "").lower() in _HF_TRAINER
+            and _PURE_BF16.search(notes) and not _MIXED.search(notes)):
+        return "bf16"
+    return None
 
 
 def _training_memory(row: dict, spec, fmt, reserve_ratio: float | None = None) -> float:
@@ -230,7 +268,9 @@ def _training_memory(row: dict, spec, fmt, reserve_ratio: float | None = None) -
               lora_rank=_int(row.get("lora_rank"), Setup.lora_rank), optimizer=opt or None,
               lora_targets=lora_targets_of(row), grad_checkpointing=ckpt, flash_attention=True,
               framework_as_of=str(row.get("as_of") or "") or None,
-              loss_kernel="cce" if _CCE.search(str(row.get("notes") or "")) else None, reserve_ratio=reserve_ratio)
+              loss_kernel="cce" if _CCE.search(str(row.get("notes") or "")) else None, reserve_ratio=reserve_ratio,
+              lora_dropout=lora_dropout_of(row), precision=precision_of(row),
+              gqa_expand=False if _FA2.search(notes) else None)
     est = estimate(spec, fmt, s)
     kind = str(row.get("measure_kind") or "unknown")
     # nvidia-smi: the reserved peak and the CUDA context; the allocator's reserved peak; every other kind (the

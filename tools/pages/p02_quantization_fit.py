@@ -15,6 +15,8 @@ zero: int = 0  # DeepSpeed ZeRO stage 0-3 (training)
 offload: str = "none"  # none | cpu | nvme (training with ZeRO >= 1)
 lora_rank: int = 16  # LoRA rank (lora, qlora)
 loss_kernel: str = ""  # training loss: "" = the framework's, cce = Cut Cross-Entropy (keeps no logits)
+precision: str = ""  # training precision: "" = the framework's, mixed, bf16 (a model loaded in bf16), fp32
+lora_dropout: str = ""  # LoRA dropout: "" = the framework's, off, on (keeps a mask per adapted input)
 gpu: str = "rtx-4090"  # card id or name for the chart and the longest context / largest batch
 train_tokens_m: float = 100.0  # training run size [millions of tokens] for time and cost
 images: int = 0  # images per request (vision-language models)
@@ -29,6 +31,7 @@ from gpucost.ui.quant_fit import QuantFitPage
 page = QuantFitPage(model=model, quant=quant, mode=mode, engine=engine, context=context, batch=batch, gpus=gpus,
                     zero=zero, offload=offload, lora_rank=lora_rank, gpu=gpu, train_tokens_m=train_tokens_m,
                     images=images, cpu_moe=cpu_moe, host_bw_gbps=host_bw_gbps or None, loss_kernel=loss_kernel,
+                    precision=precision, lora_dropout=lora_dropout,
                     lang=lang, currency=currency or None)
 page.display()
 '''
