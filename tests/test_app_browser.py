@@ -60,7 +60,7 @@ LAYOUT_JS = r"""
 
 #: words a Chinese page may show in Latin letters: units, formats, acronyms of the field, product names
 ALLOWED = set("""
-gpucost Cut Cross-Entropy cut_cross_entropy axolotl logits GiB GB MB KB TB TFLOPS TOPS TFLOP FLOPS GB/s W kW kWh USD CNY EUR GBP JPY CPU GPU GPUs RAM VRAM NVMe PCIe
+gpucost Cut Cross-Entropy cut_cross_entropy axolotl logits dropout PEFT LitGPT swift GiB GB MB KB TB TFLOPS TOPS TFLOP FLOPS GB/s W kW kWh USD CNY EUR GBP JPY CPU GPU GPUs RAM VRAM NVMe PCIe
 NVLink SXM SXM4 SXM5 OAM HGX DGX UBB NVL MIG MPS CUDA NVML ZeRO LoRA QLoRA DeepSpeed FSDP vLLM llama cpp TensorRT
 LLM transformers torchtune Hugging Face KV MFU PUE BF16 FP16 FP32 FP8 INT8 INT4 TF32 FP4 NVFP4 MXFP4 GGUF AWQ GPTQ
 bnb NF4 AdamW Adam SGD HBM HBM2 HBM2e HBM3 HBM3e GDDR6 GDDR6X GDDR7 ECC TDP API YAML CSV JSON URL ROCm SynapseAI
