@@ -72,7 +72,7 @@ from gpucost.memory_training import (  # noqa: F401 (part of this module's API)
     training_profile,
     training_terms,
 )
-from gpucost.models import ModelSpec, layer_params, lora_trainable_params, weight_tensors
+from gpucost.models import QK_NORM_FAMILIES, ModelSpec, layer_params, lora_trainable_params, weight_tensors
 from gpucost.quant import (
     GIB,
     KV_DTYPE_BYTES,
@@ -234,7 +234,7 @@ _ARRAY_FIELDS = ("embed_b", "output_b", "blocks_b", "vectors_b", "total_b", "L",
                  "kv_vals", "kv_vals_expanded", "n_full", "n_swa", "window", "vocab", "mlp_tok", "gated",
                  "is_mla", "is_llm", "tied", "params", "params_active", "layer_params", "largest_tensor",
                  "largest_block", "state_vals", "expert_b", "moe_L", "first_dense", "moe_step",
-                 "image_tok", "cross_L")
+                 "image_tok", "cross_L", "qk_norm")
 
 
 def _pair_arrays(spec: ModelSpec, fmt: QuantFormat) -> dict[str, float]:
@@ -264,6 +264,7 @@ def _pair_arrays(spec: ModelSpec, fmt: QuantFormat) -> dict[str, float]:
         "n_full": n_attn - n_swa - (spec.cross_attention_layers if spec.is_llm else 0), "n_swa": n_swa,
         "window": spec.sliding_window or 0,
         "vocab": spec.vocab_size, "mlp_tok": mlp_tok, "gated": 1.0 if spec.gated_mlp else 0.0,
+        "qk_norm": 1.0 if spec.family in QK_NORM_FAMILIES else 0.0,
         "is_mla": 1.0 if spec.is_mla else 0.0, "is_llm": 1.0 if spec.is_llm else 0.0,
         "tied": 1.0 if spec.tie_embeddings else 0.0, "params": spec.params_total,
         "params_active": spec.params_active, "layer_params": layer_params(spec), "largest_tensor": largest,

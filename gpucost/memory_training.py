@@ -130,7 +130,8 @@ def training_activation_bytes(spec_arrays: dict, seq: float, micro_batch: float,
     dropout — and split by who keeps them, since a frozen Linear keeps nothing (tools/saved_tensors.py lists them
     from the real code on the CPU):
 
-    * always: the two norms' inputs 4h (8h where the framework's RMSNorm keeps an fp32 copy); attention Q 2·q,
+    * always: the two norms' inputs 4h (8h where the framework's RMSNorm keeps an fp32 copy), and a per-head q/k
+      norm's 2·(q + kv) (4·(q + kv) in fp32); attention Q 2·q,
       K and V 4·kv (4·q where they are expanded to every query head), its output 2·q; the MLP's gate, up and
       activation outputs 6·I (an ungated MLP's first output 2·I) — in QLoRA at ``prof.kbit_act_bytes`` per value
       (fp32 where the norms' weights were left fp32); without FlashAttention (Dao et al. 2022, arXiv 2205.14135)
@@ -157,6 +158,8 @@ def training_activation_bytes(spec_arrays: dict, seq: float, micro_batch: float,
     quantized = np.asarray(quantized, dtype=bool)
     qlora = quantized & (mode == "qlora")
     norms = (8 if prof.norm_saves_fp32 else 4) * h
+    # per-head q/k norms (Qwen3, Gemma 3: models.QK_NORM_FAMILIES) keep their inputs too, fp32 where RMSNorm upcasts
+    norms = norms + a["qk_norm"] * (4 if prof.norm_saves_fp32 else 2) * (q + kv)
     expand = prof.gqa_expand if gqa_expand is None else gqa_expand
     attn = 2 * q + 4 * (q if expand else kv) + 2 * q
     mlp = np.where(gated, 6, 2) * ffn * np.where(qlora, prof.kbit_act_bytes / ACT_BYTES, 1.0)

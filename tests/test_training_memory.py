@@ -337,3 +337,19 @@ def test_a_rows_dropout_precision_and_attention_come_from_its_notes():
     assert precision_of({**full, "notes": "torch_dtype bfloat16; FSDP mixed precision policy bf16"}) is None
     assert precision_of({**full, "engine": "deepspeed", "notes": "torch_dtype bfloat16"}) is None  # fp32 master
     assert precision_of({**full, "mode": "lora", "notes": "torch_dtype bfloat16"}) is None
+
+
+def test_per_head_qk_norms_keep_their_inputs_in_fp32(cat):
+    """Qwen3 normalises each head's q and k (Qwen3RMSNorm over head_dim, upcast to fp32 like the layer norms): a
+    layer keeps 4 × (q + kv) more bytes per token than the same sizes without them. Qwen3 4B: 32 query and 8 K/V
+    heads of 128 → 4 × (4,096 + 1,024) = 20,480 B per layer-token; 36 layers × 2,048 tokens."""
+    from gpucost.memory import _arrays
+    from gpucost.memory_training import training_activation_bytes
+
+    spec, fmt = catalog_spec("qwen3-4b", cat), get_format("bf16", cat)
+    a = dict(_arrays(((spec, fmt),)))
+    prof = training_profile("transformers")
+    with_norm = training_activation_bytes(a, 2048.0, 1.0, True, False, prof, "lora", False)["saved"]
+    a["qk_norm"] = np.zeros_like(a["qk_norm"])
+    without = training_activation_bytes(a, 2048.0, 1.0, True, False, prof, "lora", False)["saved"]
+    assert float((with_norm - without)[0]) == pytest.approx(36 * 2048 * 4 * (4096 + 1024), rel=1e-9)
