@@ -275,13 +275,14 @@ def test_a_model_loaded_in_bf16_trains_in_pure_bf16(cat):
 
 def test_frameworks_built_on_transformers_follow_its_later_rows():
     """axolotl, LLaMA-Factory and DeepSpeed leave their fields to transformers (based_on): a run dated after a
-    transformers row takes it. TRL keeps its own cast-back of embeddings and head to bf16 (2 bytes), ms-swift its
+    transformers row takes it (axolotl keeps its own bf16 norms and embeddings for QLoRA). TRL keeps its own cast-back of embeddings and head to bf16 (2 bytes), ms-swift its
     pure bf16 and LoRA dropout; unsloth and LitGPT keep their own rows whatever transformers does."""
     for fw in ("axolotl", "llama-factory", "deepspeed", "trl", "ms-swift"):
         for day in ("2024-01-15", "2024-06-01", "2025-01-01", "2026-06-01"):
             hf, p = training_profile("transformers", day), training_profile(fw, day)
-            assert (p.adapter_copy, p.quant_saves_inputs, p.gqa_expand, p.kbit_act_bytes) == \
-                (hf.adapter_copy, hf.quant_saves_inputs, hf.gqa_expand, hf.kbit_act_bytes), (fw, day)
+            assert (p.adapter_copy, p.quant_saves_inputs, p.gqa_expand) == \
+                (hf.adapter_copy, hf.quant_saves_inputs, hf.gqa_expand), (fw, day)
+    assert training_profile("axolotl", "2026-01-01").kbit_act_bytes == 2  # its own cast back to bf16 (below)
     assert training_profile("trl", "2026-01-01").kbit_param_bytes == 2
     swift = training_profile("ms-swift", "2026-01-01")
     assert (swift.precision, swift.lora_dropout, swift.adapter_copy) == ("bf16", True, "always")
@@ -353,3 +354,18 @@ def test_per_head_qk_norms_keep_their_inputs_in_fp32(cat):
     a["qk_norm"] = np.zeros_like(a["qk_norm"])
     without = training_activation_bytes(a, 2048.0, 1.0, True, False, prof, "lora", False)["saved"]
     assert float((with_norm - without)[0]) == pytest.approx(36 * 2048 * 4 * (4096 + 1024), rel=1e-9)
+
+
+def test_axolotl_casts_norms_and_embeddings_back_to_bf16_after_kbit_preparation(cat):
+    """axolotl (since 2023-09, commit 1991946c) converts every norm and the embeddings and head back to bf16 after
+    prepare_model_for_kbit_training: against transformers' QLoRA of Llama 3.1 8B at 1 × 2,048 tokens without
+    checkpointing, the weights lose 2 bytes on 2 × 128,256 × 4,096 + 65 × 4,096 parameters and the MLP's
+    intermediates are bf16 again (6 × 14,336 B fewer per layer-token)."""
+    kw = dict(mode="qlora", context=2048, batch=1, lora_rank=16, grad_checkpointing=False)
+    hf = _est(cat, "llama-3.1-8b", "bnb-nf4-dq", engine="transformers", **kw)
+    ax = _est(cat, "llama-3.1-8b", "bnb-nf4-dq", engine="axolotl", **kw)
+    assert (hf.per_gpu.weights - ax.per_gpu.weights) * GIB == pytest.approx((2 * 128_256 * 4_096 + 65 * 4_096) * 2,
+                                                                            rel=1e-6)
+    assert (dict(hf.terms)["activations"] - dict(ax.terms)["activations"]) * GIB == pytest.approx(
+        2048 * LAYERS * 6 * INTER, rel=1e-9)
+    assert training_profile("axolotl", "2023-08-01").kbit_param_bytes == 4  # before the commit: transformers' fp32
