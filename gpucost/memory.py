@@ -146,6 +146,10 @@ class Setup:
     #: training: K and V repeated to every query head before attention (None: the framework's, gqa_expand in
     #: data/training_profiles.csv; FlashAttention-2 never repeats them)
     gqa_expand: bool | None = None
+    #: training: gradient accumulation steps per optimizer step. With 2 or more the gradients stay on the card while
+    #: the next micro-batch keeps its activations; with 1 they never coexist (the peak is the backward pass or the
+    #: optimizer step). None: not known — taken as 2 or more, the side that does not under-estimate
+    grad_accum: int | None = None
 
     @property
     def is_training(self) -> bool:

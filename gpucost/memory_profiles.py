@@ -120,10 +120,15 @@ class Optimizer:
     states: int                 # states per trainable parameter
     state_bytes: float | None   # bytes per state (None: the precision's full-width state)
     paged: bool
+    #: state-sized temporaries the step allocates for every parameter at once: torch's AdamW runs its foreach
+    #: implementation by default on CUDA, whose step computes exp_avg_sq.sqrt() for all parameters of a group into
+    #: new tensors (torch/optim/adam.py _multi_tensor_adam: torch._foreach_sqrt(device_exp_avg_sqs)) before the
+    #: in-place update; bitsandbytes' 8-bit and paged optimizers update in a fused kernel, SGD in place
+    step_temps: int = 0
 
 
 OPTIMIZERS = {
-    "adamw": Optimizer(2, None, False),
+    "adamw": Optimizer(2, None, False, step_temps=1),
     "adamw-8bit": Optimizer(2, 1 + 4 / 2048, False),
     "paged-adamw": Optimizer(2, None, True),
     "paged-adamw-8bit": Optimizer(2, 1 + 4 / 2048, True),

@@ -263,32 +263,57 @@ def training_bytes(a: dict, N, s: Setup, trainable, fmt_quantized: bool) -> dict
     dequant = np.where(quantized, a["largest_block"] * ACT_BYTES, 0.0)
     logits = kept["logits"]
     act = kept["saved"] + logits + dequant
+    # the optimizer step's state-sized temporaries (Optimizer.step_temps): none where the states are paged or the
+    # step runs on the CPU (offload), one parameter at a time where it runs in backward, none under DeepSpeed ZeRO
+    # (the --zero input) whose Adam is its own FusedAdam (deepspeed/ops/adam/fused_adam.py: multi_tensor_applier
+    # updates in place)
+    temps = 0.0 if (opt.paged or off != "none" or zero >= 1 or prof.framework == "deepspeed") \
+        else opt.step_temps * state_b
+    step = a["largest_tensor"] * temps * np.ones_like(N) if in_bwd else trainable * temps * np.ones_like(N)
+    # the first gradient backward produces is the output head's (a full fine-tune's; LoRA's are all small)
+    head_grad = np.minimum(grads, a["vocab"] * a["h"] * prec["grad"] / (N if zero >= 2 else 1.0)) if full else grads
     if mp > 1:
-        weights, grads, opt_gpu, cpu, nvme = (x / mp for x in (weights, grads, opt_gpu, cpu, nvme))
+        weights, grads, opt_gpu, cpu, nvme, step, head_grad = (
+            x / mp for x in (weights, grads, opt_gpu, cpu, nvme, step, head_grad))
         act, logits, dequant = act / tp, logits / tp, dequant / tp
+    # what is on the card at the peak. With gradient accumulation (or not known) the gradients stay while the next
+    # micro-batch keeps its activations, and the step's temporaries replace the freed activations: weights, states,
+    # gradients and the larger of the two. Without it, the peak is the backward pass (its activations and the first
+    # gradients) or the optimizer step (every gradient and the temporaries), whichever is larger.
+    if s.grad_accum is None or s.grad_accum > 1:
+        at_step = np.zeros(np.broadcast(act, step).shape, dtype=bool)
+        step_extra = np.maximum(step - act, 0.0)
+    else:
+        at_step = grads + step > act + head_grad
+        step_extra = np.where(at_step, step, 0.0)
+        grads = np.where(at_step, grads, head_grad)
+        act, logits, dequant = (np.where(at_step, 0.0, x) for x in (act, logits, dequant))
+    optimizer = opt_gpu + step_extra
     # the caching allocator reserves more than the allocated peak: the card holds the reserved figure
     ratio = s.reserve_ratio if s.reserve_ratio is not None else reserve_ratio("training")
-    reserve = (ratio - 1.0) * (weights + grads + opt_gpu + act)
+    reserve = (ratio - 1.0) * (weights + grads + optimizer + act)
     overhead = CUDA_CONTEXT_GIB * GIB + reserve
-    shape = np.broadcast(weights, grads, opt_gpu, act, N).shape
+    shape = np.broadcast(weights, grads, optimizer, act, N).shape
     return {"weights": np.broadcast_to(weights, shape), "kv_cache": np.zeros(shape),
             "activations": np.broadcast_to(act, shape), "gradients": np.broadcast_to(grads, shape),
-            "optimizer": np.broadcast_to(opt_gpu, shape), "overhead": np.broadcast_to(overhead, shape),
-            "reserve": np.broadcast_to(reserve, shape),
+            "optimizer": np.broadcast_to(optimizer, shape), "overhead": np.broadcast_to(overhead, shape),
+            "reserve": np.broadcast_to(reserve, shape), "step": np.broadcast_to(step_extra, shape),
             "cpu": np.broadcast_to(cpu, shape), "nvme": np.broadcast_to(nvme, shape),
             "logits": np.broadcast_to(logits, shape), "dequant": np.broadcast_to(dequant, shape)}
 
 
 #: the parts of a training peak, as :func:`training_terms` names them (locale keys ``term_<name>``)
-TRAINING_TERMS = ("weights", "gradients", "optimizer", "activations", "logits", "dequant", "allocator", "context")
+TRAINING_TERMS = ("weights", "gradients", "optimizer", "optimizer_step", "activations", "logits", "dequant", "allocator",
+                  "context")
 
 
 def training_terms(b: dict) -> tuple[tuple[str, float], ...]:
     """A training peak's parts [GiB], largest first: the weights, gradients and optimizer states on the card, the
-    activations kept for backward, the loss's logits, the dequantized weight of a quantized base, what the caching
+    optimizer step's temporaries where the step is the peak, the activations kept for backward, the loss's logits, the dequantized weight of a quantized base, what the caching
     allocator reserves above the allocated peak and the CUDA context (they add up to the per-GPU total)."""
     first = {k: float(np.asarray(v).reshape(-1)[0]) / GIB for k, v in b.items()}
-    parts = {"weights": first["weights"], "gradients": first["gradients"], "optimizer": first["optimizer"],
+    parts = {"weights": first["weights"], "gradients": first["gradients"],
+             "optimizer": first["optimizer"] - first["step"], "optimizer_step": first["step"],
              "activations": first["activations"] - first["logits"] - first["dequant"], "logits": first["logits"],
              "dequant": first["dequant"], "allocator": first["reserve"], "context": first["overhead"] - first["reserve"]}
     return tuple(sorted(((k, parts[k]) for k in TRAINING_TERMS), key=lambda kv: -kv[1]))

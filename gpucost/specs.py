@@ -244,6 +244,10 @@ SPECS: Mapping[str, Spec] = {
     "lora_dropout": Spec("float", None, ge=0, lt=1, optional=True, step=0.05,
                          help="LoRA dropout probability; above 0 each adapted Linear keeps a dropout mask (default: "
                               "the framework's: 0 in PEFT and the trainers built on it, 0.05 in ms-swift and LitGPT)"),
+    "grad_accum": Spec("int", None, ge=1, le=100_000, optional=True,
+                       help="gradient accumulation steps: with 1 the gradients never coexist with a micro-batch's "
+                            "activations (the peak is the backward pass or the optimizer step); default: 2 or more "
+                            "is assumed, which keeps them through the next micro-batch"),
     "train_precision": Spec("choice", "", choices=("", "mixed", "bf16", "fp32"),
                             help="training precision: mixed (16-bit weights and gradients, fp32 master weights and "
                                  "AdamW states), bf16 (a model loaded in bf16 and trained so: everything bf16) or "

@@ -333,6 +333,12 @@ def test_a_rows_dropout_precision_and_attention_come_from_its_notes():
     assert lora_dropout_of({"notes": "lora_alpha 32, lora_dropout 0.05; measured"}) == 0.05
     assert lora_dropout_of({"notes": "experts not targeted), dropout 0, optimizer"}) == 0.0
     assert lora_dropout_of({"notes": "no dropout stated"}) is None
+    from gpucost.validation.corpus import grad_accum_of
+
+    assert grad_accum_of({"notes": "gradient_accumulation_steps 16, max_length 2048"}) == 16
+    assert grad_accum_of({"notes": "all rows batch size 2 without gradient accumulation"}) == 1
+    assert grad_accum_of({"notes": "batch 4, GA 8"}) == 8
+    assert grad_accum_of({"notes": "batch 4"}) is None
     full = {"mode": "full", "engine": "transformers"}
     assert precision_of({**full, "notes": "torch_dtype bfloat16; FSDP mixed_precision no"}) == "bf16"
     assert precision_of({**full, "notes": "torch_dtype bfloat16; FSDP mixed precision policy bf16"}) is None
@@ -369,3 +375,37 @@ def test_axolotl_casts_norms_and_embeddings_back_to_bf16_after_kbit_preparation(
     assert (dict(hf.terms)["activations"] - dict(ax.terms)["activations"]) * GIB == pytest.approx(
         2048 * LAYERS * 6 * INTER, rel=1e-9)
     assert training_profile("axolotl", "2023-08-01").kbit_param_bytes == 4  # before the commit: transformers' fp32
+
+
+def test_the_optimizer_step_can_be_the_peak_of_a_full_fine_tune(cat):
+    """torch's AdamW (foreach, the default on CUDA) computes exp_avg_sq.sqrt() for every parameter at once into new
+    tensors: one state-sized temporary. Mistral 7B (7.242 B parameters in models.csv) loaded in bf16, full
+    fine-tuning at 4 × 4,096 tokens with checkpointing and no gradient accumulation: at the step the card holds
+    weights 2 + AdamW states 4 + gradients 2 + the temporary 2 = 10 bytes per parameter, 67.45 GiB — what
+    fms-acceleration measured (tmb002: torch.cuda.max_memory_allocated 67.46 GiB on an A100 80GB)."""
+    e = _est(cat, "mistral-7b-v0.1", "bf16", mode="full", context=4096, batch=4, engine="transformers",
+             precision="bf16", grad_accum=1)
+    assert e.allocated_gib * GIB == pytest.approx(10 * 7.242e9, rel=1e-6)
+    assert e.allocated_gib == pytest.approx(67.46, rel=0.01)
+    assert e.dominant_term == "optimizer" and dict(e.terms)["activations"] == 0  # the peak is the step
+    # a paged 8-bit optimizer updates in a fused kernel: no temporary
+    paged = _est(cat, "mistral-7b-v0.1", "bf16", mode="full", context=4096, batch=4, engine="transformers",
+                 precision="bf16", grad_accum=1, optimizer="paged-adamw-8bit")
+    assert dict(paged.terms)["optimizer_step"] == 0
+
+
+def test_gradients_wait_for_the_next_micro_batch_only_with_accumulation(cat):
+    """Llama 3.2 1B loaded in bf16, 4 × 512 tokens, no checkpointing (gpucost's H200 run gdv120: 13.25 GiB
+    allocated). With one micro-batch per step the peak is the backward pass, which holds the activations and the
+    first gradient (the output head's, 128,256 × 2,048 × 2 bytes) but not the rest; with accumulation (or not
+    known, the default) every gradient is held too: 2 × (1.236 B − 128,256 × 2,048) bytes more."""
+    kw = dict(mode="full", context=512, batch=4, engine="transformers", precision="bf16", grad_checkpointing=False)
+    one = _est(cat, "llama-3.2-1b", "bf16", **kw, grad_accum=1)
+    held = _est(cat, "llama-3.2-1b", "bf16", **kw)
+    assert (held.allocated_gib - one.allocated_gib) * GIB == pytest.approx(2 * (1.236e9 - 128_256 * 2048), rel=1e-6)
+    assert _est(cat, "llama-3.2-1b", "bf16", **kw, grad_accum=8).allocated_gib == held.allocated_gib
+    assert one.allocated_gib == pytest.approx(13.25, rel=0.03)
+    # LoRA's gradients are the adapters': accumulation changes nothing that matters
+    lora = dict(mode="lora", context=512, batch=4, grad_checkpointing=False)
+    assert _est(cat, "llama-3.1-8b", "bf16", **lora, grad_accum=1).allocated_gib == pytest.approx(
+        _est(cat, "llama-3.1-8b", "bf16", **lora).allocated_gib, rel=1e-3)

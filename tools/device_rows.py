@@ -79,7 +79,8 @@ def _train(x: dict, common: dict, add) -> None:
                 "target_modules all-linear"
                 + ("; bnb NF4 double quant, bf16 compute, prepare_model_for_kbit_training" if x["mode"] == "qlora"
                    else "; base loaded in bf16"))
-    how = (f"HF Trainer bf16=True, optim adamw_torch, 2 steps of micro-batch {x['batch']} × {x['seq']} random token "
+    how = (f"HF Trainer bf16=True, optim adamw_torch, gradient_accumulation_steps 1 (the Trainer's default), 2 "
+           f"steps of micro-batch {x['batch']} × {x['seq']} random token "
            f"ids, labels = inputs, no padding; {what}; gradient checkpointing "
            f"{'on (use_reentrant=False)' if x['grad_checkpointing'] else 'off'}; SDPA attention; {RANDOM_W}; peaks "
            "reset after loading (a 20-step run of two configurations peaked at step 2 and held it to step 20)")

@@ -33,6 +33,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "transformers (default), torchtune or unsloth")
     add_spec(p, "--lora-rank", "lora_rank", metavar="R")
     add_spec(p, "--lora-dropout", "lora_dropout", metavar="P")
+    add_spec(p, "--grad-accum", "grad_accum", metavar="N")
     p.add_argument("--precision", default=None, choices=[c for c in SPECS["train_precision"].choices if c],
                    help=SPECS["train_precision"].help)
     p.add_argument("--lora-targets", default="all-linear", choices=["all-linear", "attention", "qv"])
@@ -78,7 +79,8 @@ def run(args: argparse.Namespace):
                   offload=args.offload, lora_rank=args.lora_rank, lora_targets=args.lora_targets,
                   kv_dtype=args.kv_dtype, gpu_layers=args.gpu_layers, cpu_moe=args.cpu_moe, images=args.images, optimizer=args.optimizer,
                   flash_attention=not args.no_flash_attention, grad_checkpointing=not args.no_grad_checkpointing,
-                  loss_kernel=args.loss_kernel, lora_dropout=args.lora_dropout, precision=args.precision)
+                  loss_kernel=args.loss_kernel, lora_dropout=args.lora_dropout, precision=args.precision,
+                  grad_accum=args.grad_accum)
     est = estimate(spec, fmt, setup)
     cards = cat.gpus
     if args.gpu:

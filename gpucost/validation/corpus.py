@@ -22,10 +22,9 @@ without a column are read from its notes):
   else prompt + generated tokens; the prompt (the largest forward pass) is ``prompt_tokens`` when given.
 * Training memory: the framework's row of data/training_profiles.csv in force on the row's date; from its notes,
   the LoRA targets ("query+value only", "on q_proj k_proj v_proj o_proj"), the LoRA dropout ("dropout 0.1"),
-  Cut Cross-Entropy, FlashAttention-2 (K and V kept at their own heads), pure bf16 full fine-tuning (an HF Trainer
-  run of a model loaded in bf16), one process split
-  over its cards by device_map (pipeline stages) and a figure that is the total over the GPUs; an optimizer
-  gpucost does not model is skipped.
+  Cut Cross-Entropy, FlashAttention-2 (K and V kept at their own heads), the gradient accumulation steps, pure bf16
+  full fine-tuning (an HF Trainer run of a model loaded in bf16), one process split over its cards by device_map
+  (pipeline stages) and a figure that is the total over the GPUs; an optimizer gpucost does not model is skipped.
 * Decode speed: batch-1 rows per sequence; a batch row is the aggregate over the batch when its notes say
   so, else per sequence; the KV length is prompt + generated / 2. Prefill: a prompt of ``prompt_tokens``
   (else ``context``) tokens; time to first token is that prompt's prefill time.
@@ -207,6 +206,11 @@ _MIXED = re.compile(r"mixed[_ ]precision\s*(?:policy|bf16|fp16)|bf16-mixed|maste
 #: as they are, so they are never repeated to every query head whatever the framework's SDPA path did
 _FA2 = re.compile(r"use_flash_attn\s*[=:]?\s*true|flash[_ ]attention[_ ]?2\b|flash attention 2|"
                   r"attn_impl(?:ementation)?\W+flash_attn|\bFA2\b|\(use flash_attn\)", re.IGNORECASE)
+#: gradient accumulation steps a row's notes state ("gradient_accumulation_steps 16", "GA 8", "without gradient
+#: accumulation")
+_GRAD_ACCUM = re.compile(r"(?:gradient_accumulation_steps|gradient accumulation(?: steps)?|\bGA)\s*[=:]?\s*(\d+)",
+                         re.IGNORECASE)
+_NO_GRAD_ACCUM = re.compile(r"without gradient accumulation|no gradient accumulation", re.IGNORECASE)
 #: the training engines whose full fine-tuning takes the loaded model's dtype (HF Trainer, PEFT's scripts)
 _HF_TRAINER = ("transformers", "transformers+peft", "peft", "trl")
 
@@ -230,6 +234,15 @@ def lora_dropout_of(row: dict) -> float | None:
     """The LoRA dropout a row's notes state, else None (the framework's default)."""
     m = _LORA_DROPOUT.search(str(row.get("notes") or ""))
     return float(m.group(1)) if m and float(m.group(1)) < 1 else None
+
+
+def grad_accum_of(row: dict) -> int | None:
+    """The gradient accumulation steps a row's notes state, else None (not known)."""
+    notes = str(row.get("notes") or "")
+    if _NO_GRAD_ACCUM.search(notes):
+        return 1
+    m = _GRAD_ACCUM.search(notes)
+    return max(int(m.group(1)), 1) if m else None
 
 
 def precision_of(row: dict) -> str | None:
@@ -270,7 +283,7 @@ def _training_memory(row: dict, spec, fmt, reserve_ratio: float | None = None) -
               framework_as_of=str(row.get("as_of") or "") or None,
               loss_kernel="cce" if _CCE.search(str(row.get("notes") or "")) else None, reserve_ratio=reserve_ratio,
               lora_dropout=lora_dropout_of(row), precision=precision_of(row),
-              gqa_expand=False if _FA2.search(notes) else None)
+              gqa_expand=False if _FA2.search(notes) else None, grad_accum=grad_accum_of(row))
     est = estimate(spec, fmt, s)
     kind = str(row.get("measure_kind") or "unknown")
     # nvidia-smi: the reserved peak and the CUDA context; the allocator's reserved peak; every other kind (the
