@@ -35,6 +35,7 @@ import re
 
 from gpucost.catalog import Catalog
 from gpucost.errors import GpucostError
+from gpucost.kernel_paths import Software, software_of
 from gpucost.memory import Setup, estimate, kv_pool_gib, occupied_gib
 from gpucost.memory_profiles import ENGINE_PROFILES, OPTIMIZERS
 from gpucost.models import catalog_spec, model_id
@@ -258,6 +259,13 @@ def cpu_moe_of(row: dict) -> tuple[int, float | None]:
     return (10**6 if m.group(1) == "all" else int(m.group(1))), (float(bw.group(1)) if bw else None)
 
 
+def software_of_row(row: dict) -> Software:
+    """The library versions a speed row ran (:func:`gpucost.kernel_paths.software_of`): those its engine column
+    names, else the releases out on its ``as_of`` date; the LLM.int8() threshold its notes state."""
+    return software_of(str(row.get("engine_version") or ""), str(row.get("notes") or ""),
+                       str(row.get("as_of") or "") or None)
+
+
 def _speed(row: dict, spec, fmt, catalog: Catalog, table: dict[str, EngineEfficiency]) -> float:
     cat = row["category"]
     engine = engine_of(row)
@@ -275,12 +283,12 @@ def _speed(row: dict, spec, fmt, catalog: Catalog, table: dict[str, EngineEffici
     if cat in ("decode_speed", "tpot"):
         kv = max(1, int(round((prompt or ctx) + gen / 2)))
         sp = speed(spec, fmt, gpu, gpus=gpus, batch=batch, context=kv, engine=engine, catalog=catalog, eff=eff,
-                   cpu_moe=cpu_moe, host_bw_gbps=host_bw)
+                   cpu_moe=cpu_moe, host_bw_gbps=host_bw, software=software_of_row(row))
         tps = sp.decode_tokens_per_s if _aggregate(row) else sp.decode_tokens_per_s_per_seq
         return tps if cat == "decode_speed" else 1000.0 / sp.decode_tokens_per_s_per_seq
     p = max(prompt or ctx, 1)
     sp = speed(spec, fmt, gpu, gpus=gpus, batch=1, context=p, engine=engine, catalog=catalog, eff=eff,
-               cpu_moe=cpu_moe, host_bw_gbps=host_bw)
+               cpu_moe=cpu_moe, host_bw_gbps=host_bw, software=software_of_row(row))
     if sp.prefill_tokens_per_s is None:
         raise GpucostError(f"{gpu.id} has no dense throughput figure")
     if cat == "prefill_speed":
