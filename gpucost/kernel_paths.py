@@ -68,7 +68,24 @@ BNB_INT8_ROWWISE = Release("bitsandbytes", (0, 45, 0), "2024-12-05",
 BNB_FUSED_4BIT = Release("bitsandbytes", (0, 50, 0), "2026-07-24",
                          "https://github.com/bitsandbytes-foundation/bitsandbytes/blob/"
                          "c5d481be1be2b04c7859bc6753268d4e7b748ee3/bitsandbytes/backends/cuda/ops.py")
-RELEASES = (BNB_GEMV_4BIT, BNB_INT8_ROWWISE, BNB_FUSED_4BIT)
+#: transformers' MoE blocks looped over every expert (``for expert_idx in range(self.num_experts)``, each
+#: with torch.where and the expert MLP, also on no token) until they looped over the experts hit
+#: (``expert_hit = torch.greater(expert_mask.sum(dim=(-1, -2)), 0).nonzero()``, modeling_qwen3_moe.py at
+#: https://github.com/huggingface/transformers/blob/00d4b3d2142cb4ced2f51b90614b5d26bc045015/src/transformers/models/qwen3_moe/modeling_qwen3_moe.py):
+#: Mixtral and Qwen2-MoE in PR #32429 (approved 2025-04-08, first in 4.52), Qwen3-MoE in PR #38133
+#: (approved 2025-06-02, first in 4.53); other MoE families are taken to have changed with Mixtral
+TF_EXPERTS_HIT = {
+    "mixtral": Release("transformers", (4, 52, 0), "2025-04-08", "https://github.com/huggingface/transformers/pull/32429"),
+    "qwen2_moe": Release("transformers", (4, 52, 0), "2025-04-08", "https://github.com/huggingface/transformers/pull/32429"),
+    "qwen3_moe": Release("transformers", (4, 53, 0), "2025-06-02", "https://github.com/huggingface/transformers/pull/38133"),
+}
+#: transformers 5 stores the experts as 3D tensors and runs them through the experts interface: the default
+#: ``grouped_mm`` (modeling_utils get_correct_experts_implementation), switched to ``batched_mm`` for decoding
+#: (docs/source/en/experts_interface.md) — a fixed number of operators per MoE block, no loop over experts
+#: (PR #42697, 2025-12-08)
+TF_FUSED_EXPERTS = Release("transformers", (5, 0, 0), "2025-12-08", "https://github.com/huggingface/transformers/pull/42697")
+
+RELEASES = (BNB_GEMV_4BIT, BNB_INT8_ROWWISE, BNB_FUSED_4BIT, *TF_EXPERTS_HIT.values(), TF_FUSED_EXPERTS)
 
 #: Operators of one Llama decoder layer in a decode step (transformers modeling_llama.py, SDPA attention,
 #: https://github.com/huggingface/transformers/blob/002272831fba584eb30dca9729c1be456836960a/src/transformers/models/llama/modeling_llama.py):
@@ -77,6 +94,25 @@ RELEASES = (BNB_GEMV_4BIT, BNB_INT8_ROWWISE, BNB_FUSED_4BIT)
 #: (q and k: mul cos, neg, cat, mul sin, add); DynamicCache.update 2 (cat K, cat V); mask slice 1; SDPA 1;
 #: MLP 5 (gate, act, up, mul, down); residual adds 2 — 48
 TF_DENSE_LAYER_OPS = 48
+#: operators of the MLP the MoE block replaces (gate, act, up, mul, down)
+TF_DENSE_MLP_OPS = 5
+#: the router of a transformers 4.x sparse MoE block (modeling_mixtral.py / modeling_qwen3_moe.py
+#: SparseMoeBlock.forward): gate Linear, softmax, topk, sum and divide (norm_topk_prob), cast, zeros for the
+#: output, one_hot — 8; looping over the experts hit adds sum, greater, nonzero — 11
+TF_ROUTER_OPS = 8
+TF_ROUTER_HIT_OPS = 11
+#: one iteration of the expert loop: torch.where (a nonzero: the host waits for the card), index the tokens,
+#: the expert MLP (5), index the routing weights, multiply, index_add_ — 10; the loop over experts hit also
+#: indexes the mask and the ModuleList with a tensor — 11. Transformers 4.x checkpoints run the expert
+#: Linears one by one, so a quantized format changes each of the 3.
+TF_EXPERT_LOOP_OPS = 10
+TF_EXPERT_HIT_OPS = 11
+#: transformers 5's MoE block at decode: router (Linear, softmax, topk, sum, divide, cast — 6) and
+#: batched_mm_experts_forward (repeat_interleave, clamp, gather gate_up_proj, bmm, activation, mul, gather
+#: down_proj, bmm, weight multiply, sum — 10), integrations/moe.py
+#: (https://github.com/huggingface/transformers/blob/8b584a67b474f3dfdedcdda7acb96a33dcc3b5e3/src/transformers/integrations/moe.py).
+#: Not modelled: batched_mm gathers a copy of each selected expert's weights per token (bytes beyond one read).
+TF_FUSED_MOE_OPS = 16
 #: bitsandbytes skips the output head (transformers' bnb integration keeps ``lm_head`` in 16 bits), so the
 #: Linears it replaces are the decoder blocks': q, k, v, o and the MLP's gate, up, down (no gate: 6)
 ATTENTION_LINEARS = 4
@@ -128,19 +164,37 @@ def dequantizes_4bit(fmt: QuantFormat, tokens: float, sw: Software = CURRENT) ->
     return tokens > 1 or not sw.has(BNB_GEMV_4BIT)
 
 
+def experts_looped(spec: ModelSpec, tokens: float, sw: Software = CURRENT) -> tuple[str, float]:
+    """How transformers runs a MoE block's experts and how many loop iterations a forward of ``tokens``
+    tokens takes: ("fused", 0) from transformers 5, ("hit", expected distinct experts the tokens route to)
+    after the families' expert-hit change, else ("all", every expert)."""
+    if sw.has(TF_FUSED_EXPERTS):
+        return "fused", 0.0
+    hit = TF_EXPERTS_HIT.get(spec.family, TF_EXPERTS_HIT["mixtral"])
+    if sw.has(hit):
+        return "hit", float(spec.num_experts * active_weight_fraction(spec, tokens))
+    return "all", float(spec.num_experts)
+
+
 def layer_equivalents(spec: ModelSpec, fmt: QuantFormat, engine: str, tokens: float = 1,
                       sw: Software = CURRENT) -> float:
     """Decoder layers' worth of the fixed per-layer time a forward of ``tokens`` tokens pays. Engines other
     than transformers: the layers. transformers: the operators the layers call, in units of a dense layer's
-    :data:`TF_DENSE_LAYER_OPS` — each Linear of a quantized path adds ``linear_ops − 1``; a mixture-of-experts
-    layer runs a Python loop over the experts a token uses (modeling_mixtral.py, modeling_qwen3_moe.py:
-    ``for expert_idx in …``), each with its own MLP kernels: one more layer per active expert."""
+    :data:`TF_DENSE_LAYER_OPS` — each Linear of a quantized path adds ``linear_ops − 1``, each MoE block adds
+    its router and expert loop in place of the dense MLP (:func:`experts_looped`)."""
     if engine != "transformers" or not spec.is_llm:
         return float(spec.num_layers)
     per_linear = linear_ops(fmt, tokens, sw) - 1.0
     ops = spec.num_layers * (TF_DENSE_LAYER_OPS + linears_per_layer(spec) * per_linear)
-    moe = spec.moe_layers * spec.experts_per_token if spec.is_moe else 0
-    return ops / TF_DENSE_LAYER_OPS + moe
+    if spec.is_moe:
+        kind, n = experts_looped(spec, tokens, sw)
+        if kind == "fused":
+            block = float(TF_FUSED_MOE_OPS)
+        else:
+            it = (TF_EXPERT_HIT_OPS if kind == "hit" else TF_EXPERT_LOOP_OPS) + 3 * per_linear
+            block = (TF_ROUTER_HIT_OPS if kind == "hit" else TF_ROUTER_OPS) + n * it
+        ops += spec.moe_layers * (block - TF_DENSE_MLP_OPS - 3 * per_linear)
+    return ops / TF_DENSE_LAYER_OPS
 
 
 #: bytes per weight of a dequantized 16-bit copy: written by dequantize_4bit, read back by F.linear

@@ -85,3 +85,21 @@ def test_software_of_a_row():
     assert software_of("PyTorch 2.0.1", "", "2023-08-12").bitsandbytes == version_on("bitsandbytes", "2023-08-12") == (0, 40, 0)
     assert software_of("", "", "2023-01-01").bitsandbytes == (0,)
     assert software_of("").bitsandbytes is None and software_of("").int8_threshold == 6.0
+
+
+def test_qwen3_moe_expert_loop_by_version(cat):
+    """Qwen3-30B-A3B: 48 layers, 128 experts, 8 per token. transformers 4.51 loops over all 128 (each
+    iteration 10 operators), 4.53 over the experts hit (11 each, router 11), 5 runs them batched (16)."""
+    from gpucost.kernel_paths import experts_looped
+
+    s = catalog_spec("qwen3-30b-a3b", cat)
+    f = get_format("bf16", cat)
+    old, hit, new = Software(transformers=(4, 51, 3)), Software(transformers=(4, 53, 0)), CURRENT
+    assert experts_looped(s, 1, old) == ("all", 128.0)
+    assert experts_looped(s, 1, hit) == ("hit", pytest.approx(8.0))
+    assert experts_looped(s, 1, new) == ("fused", 0.0)
+    assert layer_equivalents(s, f, "transformers", 1, old) == pytest.approx(48 * (48 - 5 + 8 + 128 * 10) / 48)
+    assert layer_equivalents(s, f, "transformers", 1, hit) == pytest.approx(48 * (48 - 5 + 11 + 8 * 11) / 48)
+    assert layer_equivalents(s, f, "transformers", 1, new) == pytest.approx(48 * (48 - 5 + 16) / 48)
+    # a batch of 4 touches 128 × (1 − (1 − 8/128)^4) = 29.0 distinct experts
+    assert experts_looped(s, 4, hit)[1] == pytest.approx(128 * (1 - (1 - 8 / 128) ** 4))
