@@ -142,6 +142,22 @@ def factor_keys(engine: str, fmt: QuantFormat | None = None, backend: str = "cud
     return keys + [engine]
 
 
+#: engines whose factors have a key of their own on HBM cards (``engine/hbm``, fitted where the corpus has rows
+#: of both card classes): llama.cpp's CUDA kernels are developed and tuned on GeForce cards (the pull requests'
+#: benchmark tables: RTX 3090/4090 and P40 in #4766, #6766, #7716, #15802) and the corpus finds it reaching a
+#: smaller share of an HBM card's bandwidth (issue 25)
+CARD_CLASS_ENGINES = ("llama.cpp",)
+HBM_KEY = "hbm"
+
+
+def key_backend(engine: str, backend: str, gpu: Gpu | None) -> str:
+    """The backend part of ``engine``'s factor keys on ``gpu``: ``hbm`` for a card-class engine on CUDA with an
+    HBM card, else ``backend``."""
+    if engine in CARD_CLASS_ENGINES and backend == "cuda" and gpu is not None and gpu.has_hbm:
+        return HBM_KEY
+    return backend
+
+
 #: the backend an engine uses on a vendor's cards unless told otherwise
 VENDOR_BACKENDS = {"NVIDIA": "cuda", "AMD": "rocm", "Intel": "hpu", "Apple": "metal"}
 
@@ -342,7 +358,7 @@ def speed(spec: ModelSpec, fmt: QuantFormat, gpu: Gpu, *, gpus: int = DEFAULTS.g
     backend = backend or default_backend(gpu)
     uncalibrated = eff is None and backend != "cuda" and not any(
         f"/{backend}" in k for k in factor_keys(engine, fmt, backend) if k in efficiency_table(catalog))
-    eff = eff or engine_efficiency(engine, catalog, fmt, backend)
+    eff = eff or engine_efficiency(engine, catalog, fmt, key_backend(engine, backend, gpu))
     bw = gpu.mem_bandwidth_gbps
     peak = peak_tflops(gpu, fmt, engine)
     notes = _speed_notes(gpu, fmt, engine, backend, eff, peak, uncalibrated)
@@ -431,7 +447,7 @@ def decode_speed_cards(spec: ModelSpec, fmt: QuantFormat, cards: Sequence[Gpu], 
     L = overhead_layers(spec, engine, fmt, batch)
     links = np.array([g.link()[1] for g in cards], dtype=float)
     msg = batch * spec.hidden_size * 2.0
-    backends = np.array([default_backend(g) for g in cards])
+    backends = np.array([key_backend(engine, default_backend(g), g) for g in cards])
     t = np.full(len(cards), np.nan)
     for be in set(backends.tolist()):
         m = backends == be

@@ -103,3 +103,19 @@ def test_qwen3_moe_expert_loop_by_version(cat):
     assert layer_equivalents(s, f, "transformers", 1, new) == pytest.approx(48 * (48 - 5 + 16) / 48)
     # a batch of 4 touches 128 × (1 − (1 − 8/128)^4) = 29.0 distinct experts
     assert experts_looped(s, 4, hit)[1] == pytest.approx(128 * (1 - (1 - 8 / 128) ** 4))
+
+
+def test_llama_cpp_has_factors_of_its_own_on_hbm_cards(cat):
+    """llama.cpp on a data-centre (HBM) card takes the llama.cpp/hbm keys fitted on such rows; the other engines,
+    other backends and GeForce cards keep theirs."""
+    from gpucost.speed import key_backend
+
+    a100, rtx, mi300 = gpu(cat, "a100-80gb-sxm"), gpu(cat, "rtx-4090"), gpu(cat, "mi300x")
+    assert a100.has_hbm and mi300.has_hbm and not rtx.has_hbm
+    assert key_backend("llama.cpp", "cuda", a100) == "hbm"
+    assert key_backend("llama.cpp", "cuda", rtx) == "cuda"
+    assert key_backend("llama.cpp", "rocm", mi300) == "rocm"
+    assert key_backend("vllm", "cuda", a100) == "cuda"
+    s, q4 = catalog_spec("llama-2-7b", cat), get_format("q4_0", cat)
+    assert speed(s, q4, a100, engine="llama.cpp", catalog=cat).efficiency["engine"] == "llama.cpp/hbm/gguf"
+    assert speed(s, q4, rtx, engine="llama.cpp", catalog=cat).efficiency["engine"] == "llama.cpp/gguf"

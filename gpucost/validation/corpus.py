@@ -43,7 +43,7 @@ from gpucost.quant import GIB, get_format, weights_file_gib
 from gpucost.records import Gpu, gpu_records
 from gpucost.serialize import number
 from gpucost.serving import closed_loop_latency, saturated
-from gpucost.speed import EngineEfficiency, efficiency_table, engine_efficiency, speed
+from gpucost.speed import EngineEfficiency, efficiency_table, engine_efficiency, key_backend, speed
 
 #: explicit unit conversions to the comparison unit (GiB = 2^30 bytes; GB = 10^9 bytes; MiB = 2^20 bytes)
 UNIT_TO_GIB = {"GiB": 1.0, "GB": 1e9 / GIB, "MiB": 2**20 / GIB, "MB": 1e6 / GIB, "bytes": 1 / GIB}
@@ -272,7 +272,7 @@ def _speed(row: dict, spec, fmt, catalog: Catalog, table: dict[str, EngineEffici
     if engine not in ENGINE_PROFILES:
         raise GpucostError(f"engine '{engine}' has no speed model")
     gpu = _gpu(row, catalog)
-    eff = engine_efficiency(engine, catalog, fmt, backend_of(row), table=table)
+    eff = engine_efficiency(engine, catalog, fmt, key_backend(engine, backend_of(row), gpu), table=table)
     ctx, prompt, gen = _tokens(row)
     batch, gpus = _int(row.get("batch"), 1), _int(row.get("num_gpus"), 1)
     cpu_moe, host_bw = cpu_moe_of(row)
@@ -329,7 +329,7 @@ def _serving(row: dict, spec, fmt, catalog: Catalog, table: dict[str, EngineEffi
     if cat != "serving_throughput" and conc is None:
         raise GpucostError("a latency under an open-loop request rate (no concurrency stated) is not estimated")
     per, replicas = _replica_gpus(row)
-    eff = engine_efficiency(engine, catalog, fmt, backend_of(row), table=table)
+    eff = engine_efficiency(engine, catalog, fmt, key_backend(engine, backend_of(row), gpu), table=table)
     n_in, n_out = max(int(round(prompt)), 1), max(int(round(gen)), 1)
     if conc is not None:   # the clients are spread over the replicas
         conc = max(1, conc // replicas)

@@ -35,6 +35,7 @@ from gpucost.speed import (
     efficiency_table,
     factor_keys,
     kernel_family,
+    key_backend,
     overhead_layers,
     peak_tflops,
 )
@@ -104,7 +105,7 @@ def terms_of(row: dict, catalog: Catalog) -> Terms | None:
         return None
     if not spec.is_llm:
         return None
-    keys = tuple(factor_keys(engine, fmt, backend_of(row)))
+    keys = tuple(factor_keys(engine, fmt, key_backend(engine, backend_of(row), gpu)))
     if kernel_family(fmt) not in DEFAULT_KERNELS.get(engine, ("float",)):
         keys = tuple(k for k in keys if k != engine)  # the engine's own factors are its default path's
     peak = peak_tflops(gpu, fmt, engine) or math.inf
