@@ -70,6 +70,7 @@ class Gpu:
     release_year: int | None = None
     form_factor: str = "pcie"
     host_type: str = "desktop"
+    memory_type: str = ""            # HBM3, GDDR6X, LPDDR5x … (gpus.csv)
     source: str = ""
     as_of: str = ""
 
@@ -150,6 +151,11 @@ class Gpu:
         return self.host_type in BASEBOARD_HOSTS
 
     @property
+    def has_hbm(self) -> bool:
+        """High-bandwidth memory stacked beside the die (the data-centre cards: A100, H100, MI300X …)."""
+        return self.memory_type.upper().startswith("HBM")
+
+    @property
     def is_geforce(self) -> bool:
         return self.vendor == "NVIDIA" and self.segment == "consumer"
 
@@ -168,7 +174,7 @@ def gpu_from_row(row: Mapping) -> Gpu:
         v = row.get(name)
         if name in ("id", "name", "vendor", "segment", "architecture", "source", "as_of"):
             kw[name] = str(v if v is not None else "")
-        elif name in ("link_name",):
+        elif name in ("link_name", "memory_type"):
             kw[name] = "" if v is None or (isinstance(v, float) and math.isnan(v)) else str(v)
         elif name in ("form_factor", "host_type"):
             text = "" if v is None or (isinstance(v, float) and math.isnan(v)) else str(v)

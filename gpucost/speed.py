@@ -31,6 +31,7 @@ import numpy as np
 
 from gpucost.catalog import Catalog, derived
 from gpucost.errors import GpucostError, UnknownNameError
+from gpucost.kernel_paths import CURRENT, Software, extra_weight_bytes, layer_equivalents
 from gpucost.memory import KV_DTYPE_BYTES, _arrays, cpu_moe_share, kv_cache_bytes
 from gpucost.memory_profiles import ENGINE_PROFILES
 from gpucost.models import ModelSpec, lora_trainable_params
@@ -141,6 +142,22 @@ def factor_keys(engine: str, fmt: QuantFormat | None = None, backend: str = "cud
     return keys + [engine]
 
 
+#: engines whose factors have a key of their own on HBM cards (``engine/hbm``, fitted where the corpus has rows
+#: of both card classes): llama.cpp's CUDA kernels are developed and tuned on GeForce cards (the pull requests'
+#: benchmark tables: RTX 3090/4090 and P40 in #4766, #6766, #7716, #15802) and the corpus finds it reaching a
+#: smaller share of an HBM card's bandwidth (issue 25)
+CARD_CLASS_ENGINES = ("llama.cpp",)
+HBM_KEY = "hbm"
+
+
+def key_backend(engine: str, backend: str, gpu: Gpu | None) -> str:
+    """The backend part of ``engine``'s factor keys on ``gpu``: ``hbm`` for a card-class engine on CUDA with an
+    HBM card, else ``backend``."""
+    if engine in CARD_CLASS_ENGINES and backend == "cuda" and gpu is not None and gpu.has_hbm:
+        return HBM_KEY
+    return backend
+
+
 #: the backend an engine uses on a vendor's cards unless told otherwise
 VENDOR_BACKENDS = {"NVIDIA": "cuda", "AMD": "rocm", "Intel": "hpu", "Apple": "metal"}
 
@@ -224,11 +241,13 @@ def _flops_per_token(spec: ModelSpec, context: float) -> float:
 
 
 def _decode_bytes(spec: ModelSpec, fmt: QuantFormat, batch: float, context: float, engine: str,
-                  kv_dtype: str) -> tuple[float, float]:
-    """(weight bytes read, KV bytes read) per decode step, whole model (before any split)."""
+                  kv_dtype: str, software: Software = CURRENT) -> tuple[float, float]:
+    """(weight bytes read, KV bytes read) per decode step, whole model (before any split); the weights
+    include what the engine's kernel path moves beyond one read (:func:`gpucost.kernel_paths.extra_weight_bytes`)."""
     wb = weight_bytes(spec, fmt)
     experts = wb.expert_blocks * float(active_weight_fraction(spec, batch)) if spec.is_moe else 0.0
     weights = (wb.blocks - wb.expert_blocks) + experts + wb.output + wb.vectors
+    weights += extra_weight_bytes(spec, fmt, engine, batch, software)
     if spec.tie_embeddings:
         weights += wb.embed  # the output head is the embedding matrix, read whole every step
     a = _arrays(((spec, fmt),))
@@ -262,15 +281,15 @@ def cpu_expert_times(spec: ModelSpec, fmt: QuantFormat, gpu: Gpu, batch: int, en
     return read, read / (host * 1e9), experts / (gpu.link("pcie")[1] * 1e9)
 
 
-def overhead_layers(spec: ModelSpec, engine: str) -> float:
-    """Layers whose fixed per-layer time (kernel launches, host work) a decode step pays. transformers
-    runs a mixture-of-experts layer as a Python loop over the experts a token uses (modeling_mixtral.py,
-    modeling_qwen3_moe.py: ``for expert_idx in …``), each with its own MLP kernels: such a layer costs
-    1 + experts_per_token layers' overhead; the other engines fuse the experts into one kernel."""
-    if engine == "transformers" and spec.is_moe:
-        moe_layers = spec.num_layers - spec.first_dense_layers
-        return spec.first_dense_layers + moe_layers * (1 + spec.experts_per_token)
-    return float(spec.num_layers)
+def overhead_layers(spec: ModelSpec, engine: str, fmt: QuantFormat | None = None, tokens: float = 1,
+                    software: Software = CURRENT) -> float:
+    """Layers' worth of fixed per-layer time (kernel launches, host work) a forward of ``tokens`` tokens
+    pays: the layers, and for transformers the operators its code calls on ``fmt``'s kernel path — quantized
+    Linears, a Python loop over experts — in units of a dense layer (:func:`gpucost.kernel_paths.layer_equivalents`);
+    the other engines fuse the experts into one kernel."""
+    if fmt is None:
+        return float(spec.num_layers)
+    return layer_equivalents(spec, fmt, engine, tokens, software)
 
 
 def decode_step(bytes_gpu, flops_gpu, layers, bw_gbps, peak_tflops_, eff: EngineEfficiency, comm_s=0.0):
@@ -328,19 +347,22 @@ def speed(spec: ModelSpec, fmt: QuantFormat, gpu: Gpu, *, gpus: int = DEFAULTS.g
           context: int = DEFAULTS.context, engine: str = DEFAULTS.engine, kv_dtype: str = "fp16",
           parallel: str | None = None, link: str = "auto", catalog: Catalog | None = None,
           eff: EngineEfficiency | None = None, backend: str | None = None, cpu_moe: int = 0,
-          host_bw_gbps: float | None = None) -> SpeedEstimate:
+          host_bw_gbps: float | None = None, software: Software | None = None) -> SpeedEstimate:
     """Decode and prefill speed of ``spec`` in ``fmt`` on ``gpus`` cards ``gpu`` (``backend``: cuda, rocm,
     vulkan, metal… — llama.cpp's factors differ per backend; default: the card vendor's, :func:`default_backend`).
-    ``cpu_moe``: llama.cpp ``--n-cpu-moe`` (:func:`cpu_expert_times`), with the host's memory bandwidth."""
+    ``cpu_moe``: llama.cpp ``--n-cpu-moe`` (:func:`cpu_expert_times`), with the host's memory bandwidth.
+    ``software``: the library versions whose code paths apply (:class:`gpucost.kernel_paths.Software`;
+    default the current releases)."""
+    software = software or CURRENT
     parallel = _check_speed_inputs(spec, gpu, gpus, batch, context, engine, parallel)
     backend = backend or default_backend(gpu)
     uncalibrated = eff is None and backend != "cuda" and not any(
         f"/{backend}" in k for k in factor_keys(engine, fmt, backend) if k in efficiency_table(catalog))
-    eff = eff or engine_efficiency(engine, catalog, fmt, backend)
+    eff = eff or engine_efficiency(engine, catalog, fmt, key_backend(engine, backend, gpu))
     bw = gpu.mem_bandwidth_gbps
     peak = peak_tflops(gpu, fmt, engine)
     notes = _speed_notes(gpu, fmt, engine, backend, eff, peak, uncalibrated)
-    w_bytes, kv_bytes = _decode_bytes(spec, fmt, batch, context, engine, kv_dtype)
+    w_bytes, kv_bytes = _decode_bytes(spec, fmt, batch, context, engine, kv_dtype, software)
     cpu_read, t_cpu, t_copy = cpu_expert_times(spec, fmt, gpu, batch, engine, cpu_moe, host_bw_gbps)
     w_bytes -= cpu_read   # read from host RAM by the CPU, not from the card's memory
     if cpu_moe:
@@ -349,7 +371,7 @@ def speed(spec: ModelSpec, fmt: QuantFormat, gpu: Gpu, *, gpus: int = DEFAULTS.g
                      "speed: published runs measured about half of it, README error table 'llama.cpp --n-cpu-moe'); "
                      "each 512-token prompt batch copies those layers' experts to the card over PCIe")
     flops_tok = _flops_per_token(spec, context)
-    L = overhead_layers(spec, engine)
+    L = overhead_layers(spec, engine, fmt, batch, software)
     link_name, link_bw = gpu.link(link) if gpus > 1 else ("none", float("inf"))
     msg = batch * spec.hidden_size * 2.0  # one 16-bit hidden vector per sequence
     lat = eff.allreduce_latency_ms / 1e3
@@ -375,8 +397,12 @@ def speed(spec: ModelSpec, fmt: QuantFormat, gpu: Gpu, *, gpus: int = DEFAULTS.g
     if peak is not None:
         f_pre = _flops_per_token(spec, context / 2) * context
         n_par = gpus if parallel == "tensor" else 1
-        t_pre = f_pre / (peak * 1e12 * eff.compute_efficiency * n_par) + (w_bytes / n_par) / (bw * 1e9 * eff.bw_efficiency) \
-            + L * eff.layer_overhead_ms / 1e3 + math.ceil(context / LLAMACPP_UBATCH) * t_copy
+        # a prompt is one forward of ``context`` tokens: its kernel path is that of ``context`` rows
+        w_pre = w_bytes - extra_weight_bytes(spec, fmt, engine, batch, software) \
+            + extra_weight_bytes(spec, fmt, engine, context, software)
+        L_pre = overhead_layers(spec, engine, fmt, context, software)
+        t_pre = f_pre / (peak * 1e12 * eff.compute_efficiency * n_par) + (w_pre / n_par) / (bw * 1e9 * eff.bw_efficiency) \
+            + L_pre * eff.layer_overhead_ms / 1e3 + math.ceil(context / LLAMACPP_UBATCH) * t_copy
         prefill = context / t_pre
     return SpeedEstimate(
         model=spec.id, quant=fmt.id, gpu=gpu.id, gpus=gpus, engine=engine, batch=batch, context=context,
@@ -418,10 +444,10 @@ def decode_speed_cards(spec: ModelSpec, fmt: QuantFormat, cards: Sequence[Gpu], 
     flops = batch * _flops_per_token(spec, context)
     bw = np.array([g.mem_bandwidth_gbps for g in cards], dtype=float)
     peak = np.array([peak_tflops(g, fmt, engine) or np.inf for g in cards], dtype=float)
-    L = overhead_layers(spec, engine)
+    L = overhead_layers(spec, engine, fmt, batch)
     links = np.array([g.link()[1] for g in cards], dtype=float)
     msg = batch * spec.hidden_size * 2.0
-    backends = np.array([default_backend(g) for g in cards])
+    backends = np.array([key_backend(engine, default_backend(g), g) for g in cards])
     t = np.full(len(cards), np.nan)
     for be in set(backends.tolist()):
         m = backends == be

@@ -57,13 +57,24 @@ def test_transformers_generate_is_bound_by_kernel_launches(cat, factors):
 
 
 def test_transformers_runs_moe_experts_as_a_loop(cat, factors):
-    """A mixture-of-experts layer in transformers pays the per-layer time once plus once per active expert."""
+    """transformers 4.x runs a mixture-of-experts block as a Python loop over experts (gpucost.kernel_paths):
+    over all of them until 4.52 (Mixtral), over those hit after; transformers 5 runs them batched."""
+    from gpucost.kernel_paths import Software
+
     c_ms = float(factors["transformers"]["layer_overhead_ms"])
     s = catalog_spec("mixtral-8x7b", cat)
-    tr = speed(s, get_format("bf16", cat), gpu(cat, "h100-sxm"), context=512, engine="transformers", catalog=cat)
-    vl = speed(s, get_format("bf16", cat), gpu(cat, "h100-sxm"), context=512, engine="vllm", catalog=cat)
-    assert tr.step_ms >= 32 * (1 + 2) * c_ms            # 32 layers × (router/attention + 2 experts)
-    assert vl.decode_tokens_per_s > 1.5 * tr.decode_tokens_per_s
+    f, g = get_format("bf16", cat), gpu(cat, "h100-sxm")
+    every = speed(s, f, g, context=512, engine="transformers", catalog=cat, software=Software(transformers=(4, 46, 0)))
+    hit = speed(s, f, g, context=512, engine="transformers", catalog=cat, software=Software(transformers=(4, 52, 0)))
+    fused = speed(s, f, g, context=512, engine="transformers", catalog=cat)
+    vl = speed(s, f, g, context=512, engine="vllm", catalog=cat)
+    # 32 layers of 48 operators, the dense MLP's 5 replaced by the router (8) and 8 iterations of 10 operators:
+    # 32 × (48 − 5 + 8 + 80) / 48 = 87.33 layers' time; over the 2 experts hit: router 11 + 2 × 11
+    assert every.step_ms >= 32 * (48 - 5 + 8 + 8 * 10) / 48 * c_ms
+    assert hit.step_ms == pytest.approx(every.step_ms - 32 * ((8 + 80) - (11 + 22)) / 48 * c_ms)
+    # transformers 5: router + batched experts, 16 operators in place of the MLP's 5
+    assert fused.step_ms == pytest.approx(every.step_ms - 32 * ((8 + 80) - 16) / 48 * c_ms)
+    assert vl.decode_tokens_per_s > fused.decode_tokens_per_s > hit.decode_tokens_per_s > every.decode_tokens_per_s
 
 
 def test_tensor_parallel_adds_all_reduces(cat, factors):

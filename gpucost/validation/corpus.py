@@ -37,6 +37,7 @@ import re
 
 from gpucost.catalog import Catalog
 from gpucost.errors import GpucostError
+from gpucost.kernel_paths import Software, software_of
 from gpucost.memory import Setup, estimate, kv_pool_gib, occupied_gib
 from gpucost.memory_profiles import ENGINE_PROFILES, OPTIMIZERS
 from gpucost.models import catalog_spec, model_id
@@ -44,7 +45,7 @@ from gpucost.quant import GIB, get_format, weights_file_gib
 from gpucost.records import Gpu, gpu_records
 from gpucost.serialize import number
 from gpucost.serving import closed_loop_latency, saturated
-from gpucost.speed import EngineEfficiency, efficiency_table, engine_efficiency, speed
+from gpucost.speed import EngineEfficiency, efficiency_table, engine_efficiency, key_backend, speed
 
 #: explicit unit conversions to the comparison unit (GiB = 2^30 bytes; GB = 10^9 bytes; MiB = 2^20 bytes)
 UNIT_TO_GIB = {"GiB": 1.0, "GB": 1e9 / GIB, "MiB": 2**20 / GIB, "MB": 1e6 / GIB, "bytes": 1 / GIB}
@@ -311,13 +312,20 @@ def cpu_moe_of(row: dict) -> tuple[int, float | None]:
     return (10**6 if m.group(1) == "all" else int(m.group(1))), (float(bw.group(1)) if bw else None)
 
 
+def software_of_row(row: dict) -> Software:
+    """The library versions a speed row ran (:func:`gpucost.kernel_paths.software_of`): those its engine column
+    names, else the releases out on its ``as_of`` date; the LLM.int8() threshold its notes state."""
+    return software_of(str(row.get("engine_version") or ""), str(row.get("notes") or ""),
+                       str(row.get("as_of") or "") or None)
+
+
 def _speed(row: dict, spec, fmt, catalog: Catalog, table: dict[str, EngineEfficiency]) -> float:
     cat = row["category"]
     engine = engine_of(row)
     if engine not in ENGINE_PROFILES:
         raise GpucostError(f"engine '{engine}' has no speed model")
     gpu = _gpu(row, catalog)
-    eff = engine_efficiency(engine, catalog, fmt, backend_of(row), table=table)
+    eff = engine_efficiency(engine, catalog, fmt, key_backend(engine, backend_of(row), gpu), table=table)
     ctx, prompt, gen = _tokens(row)
     batch, gpus = _int(row.get("batch"), 1), _int(row.get("num_gpus"), 1)
     cpu_moe, host_bw = cpu_moe_of(row)
@@ -328,12 +336,12 @@ def _speed(row: dict, spec, fmt, catalog: Catalog, table: dict[str, EngineEffici
     if cat in ("decode_speed", "tpot"):
         kv = max(1, int(round((prompt or ctx) + gen / 2)))
         sp = speed(spec, fmt, gpu, gpus=gpus, batch=batch, context=kv, engine=engine, catalog=catalog, eff=eff,
-                   cpu_moe=cpu_moe, host_bw_gbps=host_bw)
+                   cpu_moe=cpu_moe, host_bw_gbps=host_bw, software=software_of_row(row))
         tps = sp.decode_tokens_per_s if _aggregate(row) else sp.decode_tokens_per_s_per_seq
         return tps if cat == "decode_speed" else 1000.0 / sp.decode_tokens_per_s_per_seq
     p = max(prompt or ctx, 1)
     sp = speed(spec, fmt, gpu, gpus=gpus, batch=1, context=p, engine=engine, catalog=catalog, eff=eff,
-               cpu_moe=cpu_moe, host_bw_gbps=host_bw)
+               cpu_moe=cpu_moe, host_bw_gbps=host_bw, software=software_of_row(row))
     if sp.prefill_tokens_per_s is None:
         raise GpucostError(f"{gpu.id} has no dense throughput figure")
     if cat == "prefill_speed":
@@ -374,7 +382,7 @@ def _serving(row: dict, spec, fmt, catalog: Catalog, table: dict[str, EngineEffi
     if cat != "serving_throughput" and conc is None:
         raise GpucostError("a latency under an open-loop request rate (no concurrency stated) is not estimated")
     per, replicas = _replica_gpus(row)
-    eff = engine_efficiency(engine, catalog, fmt, backend_of(row), table=table)
+    eff = engine_efficiency(engine, catalog, fmt, key_backend(engine, backend_of(row), gpu), table=table)
     n_in, n_out = max(int(round(prompt)), 1), max(int(round(gen)), 1)
     if conc is not None:   # the clients are spread over the replicas
         conc = max(1, conc // replicas)

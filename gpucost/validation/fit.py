@@ -24,6 +24,7 @@ import numpy as np
 
 from gpucost.catalog import Catalog
 from gpucost.errors import GpucostError
+from gpucost.kernel_paths import extra_weight_bytes
 from gpucost.memory_profiles import ENGINE_PROFILES
 from gpucost.models import catalog_spec, model_id
 from gpucost.quant import get_format
@@ -34,6 +35,7 @@ from gpucost.speed import (
     efficiency_table,
     factor_keys,
     kernel_family,
+    key_backend,
     overhead_layers,
     peak_tflops,
 )
@@ -47,6 +49,7 @@ from gpucost.validation.corpus import (
     comparison_value,
     cpu_moe_of,
     engine_of,
+    software_of_row,
     source_of,
 )
 
@@ -102,16 +105,18 @@ def terms_of(row: dict, catalog: Catalog) -> Terms | None:
         return None
     if not spec.is_llm:
         return None
-    keys = tuple(factor_keys(engine, fmt, backend_of(row)))
+    keys = tuple(factor_keys(engine, fmt, key_backend(engine, backend_of(row), gpu)))
     if kernel_family(fmt) not in DEFAULT_KERNELS.get(engine, ("float",)):
         keys = tuple(k for k in keys if k != engine)  # the engine's own factors are its default path's
     peak = peak_tflops(gpu, fmt, engine) or math.inf
     ctx, prompt, gen = _tokens(row)
     batch = float(_int(row.get("batch"), 1))
-    L = overhead_layers(spec, engine)
+    sw = software_of_row(row)
     if row["category"] in ("decode_speed", "tpot"):
         kv_len = max(1, int(round((prompt or ctx) + gen / 2)))
-        w, kv = _decode_bytes(spec, fmt, 1, kv_len, engine, "fp16")
+        L = overhead_layers(spec, engine, fmt, batch, sw)
+        w, _kv_b = _decode_bytes(spec, fmt, batch, kv_len, engine, "fp16", sw)
+        _w1, kv = _decode_bytes(spec, fmt, 1, kv_len, engine, "fp16", sw)  # KV bytes of one sequence
         per_seq = value / batch if (row["category"] == "decode_speed" and _aggregate(row)) else value
         if row["category"] == "tpot":
             per_seq = 1000.0 / value
@@ -120,7 +125,9 @@ def terms_of(row: dict, catalog: Catalog) -> Terms | None:
     p = float(max(prompt or ctx, 1))
     if batch != 1:
         return None
-    w, _kv = _decode_bytes(spec, fmt, 1, p, engine, "fp16")
+    L = overhead_layers(spec, engine, fmt, p, sw)
+    w = _decode_bytes(spec, fmt, 1, p, engine, "fp16", sw)[0] - extra_weight_bytes(spec, fmt, engine, 1, sw) \
+        + extra_weight_bytes(spec, fmt, engine, p, sw)
     seconds = p / value if row["category"] == "prefill_speed" else value / 1000.0
     return Terms(str(row["id"]), source_of(row), keys, "prefill", w, 0.0, _flops_per_token(spec, p / 2) * p, L,
                  gpu.mem_bandwidth_gbps, peak, 1.0, p, seconds)
