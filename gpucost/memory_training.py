@@ -239,23 +239,8 @@ def training_bytes(a: dict, N, s: Setup, trainable, fmt_quantized: bool) -> dict
         grads = grads_full * np.ones_like(N)
     if in_bwd:  # each gradient is freed as soon as its parameter is updated: the largest one is alive
         grads = np.minimum(grads, a["largest_tensor"] * prec["grad"])
-    opt_total = trainable * k_bytes
-    opt_gpu = opt_total / N if zero >= 1 else opt_total * np.ones_like(N)
-    cpu = np.zeros(np.broadcast(N, trainable).shape)
-    nvme = np.zeros_like(cpu)
-    if opt.paged:
-        cpu = cpu + opt_total  # paged: evicted to CPU RAM when the GPU is full; not required on the GPU
-        opt_gpu = opt_gpu * 0.0
-    if off != "none":
-        moved = opt_total + (grads_full if zero >= 2 else 0.0)
-        if zero >= 3:
-            moved = moved + base_w
-        if off == "cpu":
-            cpu = cpu + moved
-        else:
-            nvme = nvme + moved
-        if not opt.paged:
-            opt_gpu = opt_gpu * 0.0
+    opt_gpu, cpu, nvme = _optimizer_states(trainable * k_bytes, N, zero, off, opt.paged,
+                                           grads_full if zero >= 2 else 0.0, base_w if zero >= 3 else 0.0)
     kept = training_activation_bytes(a, float(s.context), float(s.batch), s.flash_attention, s.grad_checkpointing,
                                      prof, s.mode, quantized, s.lora_targets, s.loss_kernel,
                                      None if s.lora_dropout is None else s.lora_dropout > 0, s.gqa_expand)
@@ -276,18 +261,7 @@ def training_bytes(a: dict, N, s: Setup, trainable, fmt_quantized: bool) -> dict
         weights, grads, opt_gpu, cpu, nvme, step, head_grad = (
             x / mp for x in (weights, grads, opt_gpu, cpu, nvme, step, head_grad))
         act, logits, dequant = act / tp, logits / tp, dequant / tp
-    # what is on the card at the peak. With gradient accumulation (or not known) the gradients stay while the next
-    # micro-batch keeps its activations, and the step's temporaries replace the freed activations: weights, states,
-    # gradients and the larger of the two. Without it, the peak is the backward pass (its activations and the first
-    # gradients) or the optimizer step (every gradient and the temporaries), whichever is larger.
-    if s.grad_accum is None or s.grad_accum > 1:
-        at_step = np.zeros(np.broadcast(act, step).shape, dtype=bool)
-        step_extra = np.maximum(step - act, 0.0)
-    else:
-        at_step = grads + step > act + head_grad
-        step_extra = np.where(at_step, step, 0.0)
-        grads = np.where(at_step, grads, head_grad)
-        act, logits, dequant = (np.where(at_step, 0.0, x) for x in (act, logits, dequant))
+    grads, step_extra, act, logits, dequant = _at_peak(grads, head_grad, step, act, logits, dequant, s.grad_accum)
     optimizer = opt_gpu + step_extra
     # the caching allocator reserves more than the allocated peak: the card holds the reserved figure
     ratio = s.reserve_ratio if s.reserve_ratio is not None else reserve_ratio("training")
@@ -300,6 +274,42 @@ def training_bytes(a: dict, N, s: Setup, trainable, fmt_quantized: bool) -> dict
             "reserve": np.broadcast_to(reserve, shape), "step": np.broadcast_to(step_extra, shape),
             "cpu": np.broadcast_to(cpu, shape), "nvme": np.broadcast_to(nvme, shape),
             "logits": np.broadcast_to(logits, shape), "dequant": np.broadcast_to(dequant, shape)}
+
+
+def _optimizer_states(opt_total, N, zero: int, off: str, paged: bool, grads_moved, weights_moved):
+    """Optimizer states per GPU, and what CPU RAM and NVMe hold per GPU [bytes]: ZeRO stage 1+ shards the states over
+    the ``N`` ranks; a paged optimizer's states are evicted to CPU RAM when the GPU is full (not required on it);
+    ZeRO offload moves the states (and, from stage 2, the gradients and from stage 3 the weights) to ``off``."""
+    opt_gpu = opt_total / N if zero >= 1 else opt_total * np.ones_like(N)
+    cpu = np.zeros(np.broadcast(N, opt_total).shape)
+    nvme = np.zeros_like(cpu)
+    if paged:
+        cpu = cpu + opt_total
+        opt_gpu = opt_gpu * 0.0
+    if off != "none":
+        moved = opt_total + grads_moved + weights_moved
+        if off == "cpu":
+            cpu = cpu + moved
+        else:
+            nvme = nvme + moved
+        opt_gpu = opt_gpu * 0.0
+    return opt_gpu, cpu, nvme
+
+
+def _at_peak(grads, head_grad, step, act, logits, dequant, grad_accum: int | None):
+    """What of the gradients, the optimizer step's temporaries and the activations (with the loss's logits and the
+    dequantized weight in them) is on the card at a training step's peak: (gradients, step temporaries above the
+    rest, activations, logits, dequant).
+
+    With gradient accumulation (or not known: ``grad_accum`` None) the gradients stay while the next micro-batch keeps
+    its activations, and the step's temporaries replace the freed activations: every gradient and the larger of the
+    two. With one micro-batch per step the peak is the backward pass (its activations and the first gradient,
+    ``head_grad``) or the optimizer step (every gradient and the temporaries), whichever holds more."""
+    if grad_accum is None or grad_accum > 1:
+        return grads, np.maximum(step - act, 0.0), act, logits, dequant
+    at_step = grads + step > act + head_grad
+    return (np.where(at_step, grads, head_grad), np.where(at_step, step, 0.0),
+            *(np.where(at_step, 0.0, x) for x in (act, logits, dequant)))
 
 
 #: the parts of a training peak, as :func:`training_terms` names them (locale keys ``term_<name>``)
