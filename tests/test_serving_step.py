@@ -1,6 +1,6 @@
-"""The serving step model (gpucost.speed.step_seconds / StepCost), checked against numbers worked out by hand in
-the comments — from the model's and card's published figures and round efficiency factors chosen here, not from the
-code under test."""
+"""The serving step model (gpucost.speed.step_seconds / StepCost) and the engines' scheduling defaults
+(gpucost.scheduling), checked against numbers worked out by hand in the comments — from the model's and card's
+published figures and round efficiency factors chosen here, not from the code under test."""
 
 from __future__ import annotations
 
@@ -12,6 +12,8 @@ from gpucost.catalog import Catalog
 from gpucost.models import catalog_spec
 from gpucost.quant import get_format
 from gpucost.records import gpu
+from gpucost.scheduling import parse_version, scheduler, trtllm_bench_settings, with_settings
+from gpucost.serving import operating_point
 from gpucost.speed import EngineEfficiency, _weights_read, speed, step_cost, step_seconds
 
 
@@ -88,3 +90,59 @@ def test_pipeline_stages_by_hand(cat):
     # latency = 5.19344 ms; the whole batch takes two stage times, 10.38689 ms
     cost = step_cost(s, bf16, h100, gpus=2, pp=2, eff=EFF)
     assert cost.seconds(64, 1000) == pytest.approx(2 * (0.00358286 + 0.0016 + 0.00001 + 32 * 8192 / 450e9), rel=1e-5)
+
+
+def test_engine_scheduling_defaults(cat):
+    h100, a100, l40s, b200 = (gpu(cat, g) for g in ("h100-sxm", "a100-80gb-sxm", "l40s", "b200"))
+    # vLLM V1 (from 0.8.0): chunked prefill in every step; 8192 tokens and 1024 sequences on >= 70 GiB cards other
+    # than A100 (16,384 tokens for the offline LLM class), 2048 / 256 elsewhere
+    v1 = scheduler("vllm", h100)
+    assert (v1.mixed, v1.token_budget, v1.max_running) == (True, 8192, 1024)
+    assert scheduler("vllm", h100, usage="offline").token_budget == 16384
+    assert (scheduler("vllm", a100).token_budget, scheduler("vllm", a100).max_running) == (2048, 256)
+    assert scheduler("vllm", l40s).token_budget == 2048
+    # vLLM V0 (before 0.8.0): prefill steps of whole prompts up to max(max_model_len, 2048), 256 sequences; chunked
+    # prefill only past 32K of context
+    v0 = scheduler("vllm", h100, version="0.7.3.dev138+g21f6ca217", max_model_len=32768)
+    assert (v0.mixed, v0.chunked, v0.token_budget, v0.max_running) == (False, False, 32768, 256)
+    assert scheduler("vllm", h100, version="v0.6.3", max_model_len=131072).mixed
+    # … not for an MLA model (DeepSeek), nor on a ROCm card
+    r1 = catalog_spec("deepseek-r1", cat)
+    assert not scheduler("vllm", h100, version="0.7.4", max_model_len=163840, spec=r1).mixed
+    assert not scheduler("vllm", gpu(cat, "mi300x"), version="0.7.3", max_model_len=131072).mixed
+    # SGLang prefills first, in chunks of 2048 under 35 GiB, 8192 under 160 GiB, 16384 above
+    assert [scheduler("sglang", g).token_budget for g in (l40s, h100, b200)] == [8192, 8192, 16384]
+    assert scheduler("sglang", gpu(cat, "rtx-4090")).token_budget == 2048
+    assert not scheduler("sglang", h100).mixed
+    trt = scheduler("tensorrt-llm", h100)
+    assert (trt.mixed, trt.chunked, trt.token_budget, trt.max_running) == (True, False, 8192, 2048)
+    assert scheduler("llama.cpp", h100) is None
+    assert parse_version("0.5.7") == (0, 5, 7) and parse_version("not stated") is None
+    assert with_settings(v1, max_running=512, token_budget=16384).max_running == 512
+
+
+def test_trtllm_bench_sizing_by_hand():
+    # 515 requests fit: max_batch_size 128 × ceil(515 / 128) = 640; tokens 515 × (1 + 128 / 2048) = 547.2, under
+    # 4096, so max(2048, 256 × ceil(547.2 / 256)) = 2048
+    assert trtllm_bench_settings(515, 128, 2048) == (640, 2048)
+    # 300 requests of 2048 / 128: 128 × 3 = 384; 300 × 17 = 5100 tokens: 512 × ceil(5100 / 512) = 5120
+    assert trtllm_bench_settings(300, 2048, 128) == (384, 5120)
+    # 5000 requests: capped at 4096 → 256 × 16; 4096 × 2 = 8192 tokens: 1024 × 8; two stages halve both
+    assert trtllm_bench_settings(5000, 1000, 1000) == (4096, 8192)
+    assert trtllm_bench_settings(5000, 1000, 1000, pp=2) == (2048, 4096)
+    # a small run: at least 64 sequences
+    assert trtllm_bench_settings(10, 1000, 1000) == (64, 2048)
+
+
+def test_mixed_operating_point_keeps_the_budget(cat):
+    s, f, h100 = catalog_spec("llama-3.1-8b", cat), get_format("bf16", cat), gpu(cat, "h100-sxm")
+    v1 = scheduler("vllm", h100)
+    # 8,000-token prompts and 100-token answers: b decoding sequences need 80 b prompt tokens a step, and
+    # b + 80 b <= 8192 allows b = 101 at most
+    pt = operating_point(s, f, h100, 256, 8000, 100, None, sched=v1, catalog=cat)
+    assert pt.batch == 101
+    step = step_seconds(s, f, h100, decode=101, context=8050, prefill=8080, prefill_context=4000, catalog=cat)
+    assert pt.tpot_ms == pytest.approx(step * 1e3) and pt.requests_per_s == pytest.approx(101 / (100 * step))
+    # a lone prompt is prefilled in what the decodes leave of the budget: 8192 − 101 = 8091 ≥ 8000, one step
+    assert pt.ttft_ms == pytest.approx(step_seconds(s, f, h100, decode=101, context=8050, prefill=8000,
+                                                    prefill_context=4000, catalog=cat) * 1e3)
