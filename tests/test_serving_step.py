@@ -1,6 +1,7 @@
-"""The serving step model (gpucost.speed.step_seconds / StepCost) and the engines' scheduling defaults
-(gpucost.scheduling), checked against numbers worked out by hand in the comments — from the model's and card's
-published figures and round efficiency factors chosen here, not from the code under test."""
+"""The serving step model (gpucost.speed.step_seconds / StepCost), the engines' scheduling defaults
+(gpucost.scheduling) and the benchmark replay (gpucost.replay), each checked against numbers worked out by hand in
+the comments — from the model's and card's published figures and round efficiency factors chosen here, not from
+the code under test."""
 
 from __future__ import annotations
 
@@ -12,8 +13,9 @@ from gpucost.catalog import Catalog
 from gpucost.models import catalog_spec
 from gpucost.quant import get_format
 from gpucost.records import gpu
-from gpucost.scheduling import parse_version, scheduler, trtllm_bench_settings, with_settings
-from gpucost.serving import operating_point
+from gpucost.replay import Request, bench_serving_requests, replay
+from gpucost.scheduling import Scheduler, parse_version, scheduler, trtllm_bench_settings, with_settings
+from gpucost.serving import kv_capacity, operating_point, saturated
 from gpucost.speed import EngineEfficiency, _weights_read, speed, step_cost, step_seconds
 
 
@@ -146,3 +148,60 @@ def test_mixed_operating_point_keeps_the_budget(cat):
     # a lone prompt is prefilled in what the decodes leave of the budget: 8192 − 101 = 8091 ≥ 8000, one step
     assert pt.ttft_ms == pytest.approx(step_seconds(s, f, h100, decode=101, context=8050, prefill=8000,
                                                     prefill_context=4000, catalog=cat) * 1e3)
+
+
+def _const(ms: float):
+    return lambda decode, ctx, prefill, pctx: ms / 1e3
+
+
+def test_replay_of_two_clients_by_hand():
+    reqs = [Request(100, 3)] * 4
+    mixed = Scheduler("t", True, 1000, True, None, "", "")
+    # every step 10 ms. Mixed steps: step 1 prefills both prompts (first tokens at 10 ms), steps 2 and 3 decode
+    # tokens 2 and 3: both finish at 30 ms; the clients send the next two, which finish at 60 ms.
+    # 12 tokens / 60 ms = 200 tokens/s; TTFT 10 ms; TPOT (30 − 10) / 2 = 10 ms
+    r = replay(reqs, _const(10), mixed, clients=2, kv_tokens=1e6)
+    assert (r.output_tokens_per_s, r.mean_ttft_ms, r.mean_tpot_ms, r.steps) == pytest.approx((200, 10, 10, 6))
+    # prefill first, 150 tokens a step: step 1 takes 100 + 50 (the first prompt's first token at 10 ms), step 2 the
+    # other 50 (20 ms), steps 3-4 decode: both finish at 40 ms; again for the next two, done at 80 ms.
+    # 12 / 80 ms = 150 tokens/s; TTFT (10 + 20) / 2 = 15 ms; TPOT ((40 − 10) / 2 + (40 − 20) / 2) / 2 = 12.5 ms
+    first = Scheduler("t", False, 150, True, None, "", "")
+    r = replay(reqs, _const(10), first, clients=2, kv_tokens=1e6)
+    assert (r.output_tokens_per_s, r.mean_ttft_ms, r.mean_tpot_ms, r.steps) == pytest.approx((150, 15, 12.5, 8))
+    # offline, one sequence at a time (the cap): 4 × 3 steps, each request waiting for those before it:
+    # TTFT (10 + 40 + 70 + 100) / 4 = 55 ms
+    one = Scheduler("t", True, 1000, True, 1, "", "")
+    r = replay(reqs, _const(10), one, clients=None, kv_tokens=1e6)
+    assert (r.duration_s, r.mean_ttft_ms, r.peak_running) == pytest.approx((0.12, 55, 1))
+    # a KV cache of 250 tokens holds two 103-token requests at once, not three
+    r = replay([Request(100, 3)] * 6, _const(10), mixed, clients=None, kv_tokens=250)
+    assert r.peak_running == 2
+
+
+def test_bench_serving_lengths_are_the_scripts_own():
+    # bench_serving --dataset-name random --random-input-len 1000 --random-output-len 1000 --num-prompts 10, seed
+    # 1, range ratio 0: the SGLang cookbook printed 6,101 input and 4,210 output tokens over the 10 requests (the
+    # input one more per request: the tokenizer's BOS), the drawn lengths sum to 6,091 and 4,210
+    reqs = bench_serving_requests(10, 1000, 1000)
+    assert sum(r.prompt for r in reqs) == 6091 and sum(r.output for r in reqs) == 4210
+    # 80 prompts of up to 1000 / 8000 tokens: printed 39,668 input (+ 80 BOS) and 318,226 output
+    reqs = bench_serving_requests(80, 1000, 8000)
+    assert sum(r.prompt for r in reqs) == 39668 - 80 and sum(r.output for r in reqs) == 318226
+
+
+def test_a_long_replay_settles_on_the_operating_point(cat):
+    """A run long enough for its start and end not to matter lands where the steady state says, for an engine
+    that prefills first; with mixed steps a run of equal requests, all sent at once, keeps its first wave's bunching
+    (prompts arrive in bursts as a wave finishes), so it stays below the evenly mixed steady state."""
+    s, f, h100 = catalog_spec("llama-3.1-8b", cat), get_format("bf16", cat), gpu(cat, "h100-sxm")
+    reqs = [Request(1000, 200)] * 6000
+    for engine in ("sglang", "vllm"):
+        sat = saturated(s, f, h100, 1000, 200, catalog=cat, engine=engine)
+        per_seq, pool = kv_capacity(s, f, h100, context=1200, prompt=1000, engine=engine)
+        run = replay(reqs, step_cost(s, f, h100, engine=engine, catalog=cat).seconds, scheduler(engine, h100),
+                     clients=None, kv_tokens=pool / per_seq * 1200)
+        assert run.peak_running == sat.batch
+        if engine == "sglang":
+            assert run.output_tokens_per_s == pytest.approx(sat.requests_per_s * 200, rel=0.03)
+        else:
+            assert 0.8 * sat.requests_per_s * 200 < run.output_tokens_per_s <= sat.requests_per_s * 200
