@@ -418,8 +418,8 @@ def _replay_row(row: dict, spec, fmt, catalog: Catalog, table: dict[str, EngineE
     eff = engine_efficiency(engine, catalog, fmt, backend_of(row), table=table)
     clients = None if conc is None else max(1, conc // replicas)
     requests = bench_requests(row, clients)
-    if clients is None and replicas > 1:
-        requests = requests[: max(1, len(requests) // replicas)]
+    if replicas > 1:   # each replica serves its share of the requests (and of the clients)
+        requests = requests[: max(1, len(requests) // replicas, clients or 1)]
     kv_dtype = _kv_dtype_of(row)
     sched = _bench_scheduler(row, engine, gpu, spec, fmt, per, clients, requests, kv_dtype)
     longest = max(r.prompt + r.output for r in requests)
