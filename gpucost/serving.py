@@ -7,17 +7,25 @@ The model (continuous batching, one replica = ``gpus`` cards with tensor paralle
 * **KV capacity**: the memory a replica has for KV cache (its usable memory less weights, activations and
   the CUDA context — :mod:`gpucost.memory`) divided by one sequence's KV cache at ``input + output``
   tokens gives the most concurrent sequences.
-* **Decode**: at ``b`` sequences in flight a decode step takes :func:`gpucost.speed.speed`'s step time
-  at batch ``b`` and an average KV length of ``input + output / 2``; the time per output token (TPOT) is
-  that step.
-* **Prefill**: a request's prompt (less the prefix-cache hits) takes ``input × (1 − hit) / prefill
-  tokens/s``; time to first token (TTFT) ≈ that prefill plus one decode step, plus the wait for the
-  prompts queued ahead (an M/D/1 queue: its mean, median or 90th percentile).
-* **Throughput**: each request holds the replica for its prefill and shares each decode step with
-  ``b − 1`` others: at most ``b / (b × prefill + output × step(b))`` requests per second. The largest ``b``
-  that fits memory and keeps TPOT within its target is the operating point.
+* **Steps**: every forward step of the engine is priced by :func:`gpucost.speed.step_seconds` — the weights its
+  tokens touch (an MoE's experts hit by all of them) and the running sequences' KV cache read once, every token's
+  FLOP computed, the larger of the two times plus per-layer time and the tensor-parallel all-reduces — with the
+  engine's own scheduling (:mod:`gpucost.scheduling`): vLLM V1 and TensorRT-LLM decode the running sequences and
+  prefill prompt chunks in the same step, within a token budget; SGLang (and vLLM V0) run prompt-only prefill
+  steps first, which the running sequences wait for. The engine's cap on running sequences bounds the batch.
+* **Decode and prefill**: at ``b`` sequences in flight (average KV length ``input + output / 2``) the time per
+  output token (TPOT) is the step; a lone request's time to first token (TTFT) is its prompt's steps (the last
+  makes the first token), plus the wait for the prompts queued ahead (an M/D/1 queue whose service time is the
+  replica's time per prompt under load: its mean, median or 90th percentile).
+* **Throughput**: with mixed steps ``b / (output × step)`` requests per second, each step carrying the
+  ``b × input / output`` prompt tokens that keep ``b`` sequences fed; with prefill steps first
+  ``b / (b × prefill + output × step(b))``. The largest ``b`` that fits memory and keeps the latencies within
+  their targets is the operating point (:func:`operating_point`). A published benchmark is replayed step by step
+  on the same model (:mod:`gpucost.replay`) to judge it against what it measured.
 * **Cost** per 1M tokens: the fleet's hourly cost (every hour of the day; the fleet is sized for the peak)
-  split between input and output by the GPU time each takes, divided by the tokens of the average load.
+  split between input and output by the GPU time each takes (a step that does both split by Shapley's rule:
+  each bears half of its own time alone and half of what it adds to the other's), divided by the tokens of the
+  average load.
 * **Uncertainty**: the capacity carries the 8-in-10 band (gpucost.bands) of measured ÷ estimated throughput on the
   published serving runs of the validation corpus (:mod:`gpucost.bands`, category ``serving_throughput``),
   else the decode band.
@@ -35,13 +43,15 @@ from gpucost.catalog import Catalog, derived
 from gpucost.economics import calendar_ownership, hourly_costs
 from gpucost.errors import GpucostError, UnknownNameError
 from gpucost.i18n import Message
-from gpucost.memory import Setup, estimate, usable_gib
+from gpucost.memory import Setup, estimate, kv_pool_gib, usable_gib
+from gpucost.memory_profiles import ENGINE_PROFILES
 from gpucost.models import ModelSpec, model_id
 from gpucost.quant import QuantFormat
 from gpucost.records import Gpu
+from gpucost.scheduling import Scheduler, scheduler
 from gpucost.serialize import Record
 from gpucost.specs import SPECS
-from gpucost.speed import EngineEfficiency, speed
+from gpucost.speed import EngineEfficiency, speed, step_cost
 from gpucost.units import HOURS_PER_MONTH
 
 #: batch sizes tried for the operating point (and the largest that fits memory)
@@ -75,9 +85,20 @@ class Load(Record):
 class OperatingPoint(Record):
     batch: int                   # sequences in flight per replica
     tpot_ms: float
-    ttft_ms: float
+    ttft_ms: float               # one request's time to first token with no prompt queued ahead of it
     requests_per_s: float        # what one replica sustains
     decode_tokens_per_s: float
+    #: the replica's time per prompt under load [ms]: the service time of the prompts' queue (M/D/1); by default
+    #: the TTFT less one step (a prompt prefilled on its own, then a step for its first token)
+    prefill_ms: float = math.nan
+    #: share of the replica's GPU time that the prompts take (splits the cost between input and output tokens);
+    #: by default one prefill against a ``1 / batch`` share of the output's steps
+    input_share: float = math.nan
+    scheduler: str = ""          # the engine's step scheduling it assumes (gpucost.scheduling), "" for none
+
+    def __post_init__(self) -> None:
+        if math.isnan(self.prefill_ms):
+            object.__setattr__(self, "prefill_ms", self.ttft_ms - self.tpot_ms)
 
 
 @dataclass(frozen=True)
@@ -122,14 +143,22 @@ def _refuse_non_llm(spec: ModelSpec) -> None:
 
 
 def kv_capacity(spec: ModelSpec, fmt: QuantFormat, gpu: Gpu, *, context: int, prompt: int | None = None,
-                gpus: int = 1, engine: str = "vllm", kv_dtype: str = "fp16") -> tuple[float, float]:
+                gpus: int = 1, engine: str = "vllm", kv_dtype: str = "fp16",
+                fraction: float | None = None) -> tuple[float, float]:
     """One sequence's KV cache at ``context`` tokens and the memory a replica of ``gpus`` × ``gpu`` has left
-    for KV cache (usable memory less weights, activations and context), both GiB per card."""
+    for KV cache, both GiB per card: the pool a pre-allocating engine makes (:func:`gpucost.memory.kv_pool_gib`:
+    vLLM and SGLang their share of the card less weights, activations and context; TensorRT-LLM its
+    ``free_gpu_memory_fraction`` of what those leave — ``fraction`` where a run states its own), else the card's
+    memory less those."""
     s = Setup(mode="inference", context=context, batch=1, gpus=gpus, engine=engine, kv_dtype=kv_dtype,
               prompt=context if prompt is None else prompt)
     est = estimate(spec, fmt, s)
     per_seq = est.per_gpu.kv_cache
-    pool = float(usable_gib(gpu.vram_gib, engine, "inference", gpus)) - (est.per_gpu.total - per_seq)
+    prof = ENGINE_PROFILES.get(engine)
+    if prof is not None and prof.preallocate is not None:
+        pool = kv_pool_gib(est, gpu.vram_gib, fraction)
+    else:
+        pool = float(usable_gib(gpu.vram_gib, engine, "inference", gpus)) - (est.per_gpu.total - per_seq)
     return per_seq, max(pool, 0.0)
 
 
@@ -389,38 +418,95 @@ def prefill_seconds(spec: ModelSpec, fmt: QuantFormat, gpu: Gpu, input_tokens: i
 
 
 def operating_point(spec: ModelSpec, fmt: QuantFormat, gpu: Gpu, batch: int, input_tokens: int, output_tokens: int,
-                    prefill_s: float, *, gpus: int = 1, engine: str = "vllm", kv_dtype: str = "fp16",
-                    catalog: Catalog | None = None, eff: EngineEfficiency | None = None) -> OperatingPoint:
-    """A replica with ``batch`` sequences in flight (continuous batching): a decode step of
-    :func:`gpucost.speed.speed` at that batch and an average KV length of ``input + output / 2`` is the
-    TPOT; the prefill plus one step the TTFT without queueing; each request holds the replica for its
-    prefill and a ``1 / batch`` share of its ``output`` steps, so it serves
-    ``batch / (batch × prefill + output × step)`` requests per second."""
-    sp = speed(spec, fmt, gpu, gpus=gpus, batch=batch, context=input_tokens + output_tokens // 2, engine=engine,
-               kv_dtype=kv_dtype, catalog=catalog, eff=eff)
-    step = sp.step_ms / 1e3
-    return OperatingPoint(batch=batch, tpot_ms=sp.step_ms, ttft_ms=(prefill_s + step) * 1e3,
-                          requests_per_s=batch / (batch * prefill_s + output_tokens * step),
-                          decode_tokens_per_s=sp.decode_tokens_per_s)
+                    prefill_s: float | None, *, gpus: int = 1, engine: str = "vllm", kv_dtype: str = "fp16",
+                    catalog: Catalog | None = None, eff: EngineEfficiency | None = None,
+                    sched: Scheduler | None = None, prefix_hit: float = 0.0) -> OperatingPoint:
+    """A replica with ``batch`` sequences in flight (continuous batching) in steady state.
+
+    With the engine's step scheduling ``sched`` (:mod:`gpucost.scheduling`), every step priced by
+    :func:`gpucost.speed.step_seconds` (running sequences at an average KV length of ``input + output / 2``):
+
+    * **mixed steps** (vLLM V1, TensorRT-LLM): each step decodes the ``b`` running sequences and prefills
+      ``p = b × input′ / output`` prompt tokens (``input′`` after prefix-cache hits: the prompts that keep ``b``
+      sequences decoding), with ``b + p`` within the step's token budget (``b`` is lowered until it is). TPOT = the
+      step; requests/s = ``b / (output × step)``; a lone prompt's TTFT = the steps its chunks take in what the
+      decodes leave of the budget; its queue service time ``input′ / (budget − b) × step``; the prompts' share of
+      the GPU time by Shapley's split of the step between the prefill and the decodes.
+    * **prefill first** (SGLang, vLLM V0): prompts are prefilled in steps of up to the budget (``min(budget,
+      b × input′)`` tokens under load) that the running sequences wait for; each request holds the replica for
+      its share of a prefill step and a ``1 / b`` share of its ``output`` decode steps: requests/s =
+      ``b / (b × prefill + output × step(b))``; a lone prompt's TTFT = its own prefill steps (the last makes the
+      first token).
+
+    Without ``sched`` (llama.cpp, transformers, ExLlamaV2): the decode step of :func:`gpucost.speed.speed` is the
+    TPOT, ``prefill_s`` (one prompt on its own) plus one step the TTFT, and requests/s =
+    ``batch / (batch × prefill + output × step)``."""
+    if sched is None:
+        if prefill_s is None:
+            raise GpucostError("a prefill time is needed without an engine scheduler")
+        sp = speed(spec, fmt, gpu, gpus=gpus, batch=batch, context=input_tokens + output_tokens // 2, engine=engine,
+                   kv_dtype=kv_dtype, catalog=catalog, eff=eff)
+        step = sp.step_ms / 1e3
+        share = prefill_s / (prefill_s + output_tokens * step / batch)
+        return OperatingPoint(batch=batch, tpot_ms=sp.step_ms, ttft_ms=(prefill_s + step) * 1e3,
+                              requests_per_s=batch / (batch * prefill_s + output_tokens * step),
+                              decode_tokens_per_s=sp.decode_tokens_per_s, input_share=share)
+    cost = step_cost(spec, fmt, gpu, gpus=gpus, engine=engine, kv_dtype=kv_dtype, catalog=catalog, eff=eff)
+    n_in = input_tokens * (1 - prefix_hit)          # prompt tokens to compute
+    pre_ctx = input_tokens * prefix_hit + n_in / 2  # what a prompt token attends to, on average
+    ctx = input_tokens + output_tokens / 2
+    b = min(batch, sched.max_running or batch)
+    if n_in <= 0:   # every prompt token a cache hit: decode only
+        step = cost.seconds(b, ctx)
+        return OperatingPoint(b, step * 1e3, step * 1e3, b / (output_tokens * step), b / step, 0.0, 0.0, sched.label)
+    if sched.mixed:
+        b = max(1, min(b, math.floor(sched.token_budget * output_tokens / (n_in + output_tokens))))
+        p = b * n_in / output_tokens
+        step = cost.seconds(b, ctx, p, pre_ctx)
+        bare = cost.seconds(b, ctx)
+        room = max(sched.token_budget - b, 1)
+        alone = sum(cost.seconds(b, ctx, chunk, pre_ctx) for chunk in _chunks(n_in, room))
+        # the prompts' share of the step by Shapley's split of a joint cost between two parties (each bears half of
+        # its own cost alone plus half of what it adds to the other's): (prefill alone + step − decode alone) / 2
+        share = (cost.seconds(0, 0.0, p, pre_ctx) + step - bare) / (2 * step)
+        return OperatingPoint(b, step * 1e3, alone * 1e3, b / (output_tokens * step), b / step,
+                              n_in / room * step * 1e3, share, sched.label)
+    step = cost.seconds(b, ctx)
+    fill = min(sched.token_budget, b * n_in)
+    per_prompt = cost.seconds(0, 0.0, fill, pre_ctx) * n_in / fill
+    alone = sum(cost.seconds(0, 0.0, chunk, pre_ctx) for chunk in _chunks(n_in, sched.token_budget))
+    busy = b * per_prompt + output_tokens * step
+    return OperatingPoint(b, step * 1e3, alone * 1e3, b / busy, b / step, per_prompt * 1e3, b * per_prompt / busy,
+                          sched.label)
+
+
+def _chunks(tokens: float, size: int) -> list[float]:
+    """``tokens`` prompt tokens in steps of at most ``size``."""
+    full = int(tokens // size)
+    rest = tokens - full * size
+    return [float(size)] * full + ([rest] if rest > 1e-9 else [])
 
 
 def saturated(spec: ModelSpec, fmt: QuantFormat, gpu: Gpu, input_tokens: int, output_tokens: int, *,
               concurrency: int | None = None, gpus: int = 1, engine: str = "vllm", kv_dtype: str = "fp16",
               prefix_hit: float = 0.0, catalog: Catalog | None = None,
-              eff: EngineEfficiency | None = None) -> OperatingPoint:
-    """A replica fed faster than it serves (a benchmark's "offline" run, or ``concurrency`` clients that
-    send their next request as soon as one finishes): ``concurrency`` sequences in flight, or as many as
-    the KV cache holds (at most :data:`BATCHES`' largest, the engines' default cap)."""
+              eff: EngineEfficiency | None = None, sched: Scheduler | None = None) -> OperatingPoint:
+    """A replica fed faster than it serves, in steady state (``concurrency`` clients that send their next request
+    as soon as one finishes, or a queue that never empties): ``concurrency`` sequences in flight, or as many as
+    the KV cache and the engine's cap on running sequences hold (``sched``: the engine's default scheduling,
+    :func:`gpucost.scheduling.scheduler`; engines without one at most :data:`BATCHES`' largest)."""
+    sched = sched or scheduler(engine, gpu)
     per_seq, pool = kv_capacity(spec, fmt, gpu, context=input_tokens + output_tokens, prompt=input_tokens, gpus=gpus,
                                 engine=engine, kv_dtype=kv_dtype)
     fits = _whole(per_seq, pool)
-    batch = min(fits, BATCHES[-1]) if concurrency is None else min(concurrency, fits)
+    cap = (sched.max_running or fits) if sched is not None else BATCHES[-1]
+    batch = min(fits, cap) if concurrency is None else min(concurrency, fits)
     if batch < 1:
         raise GpucostError(f"one sequence of {input_tokens + output_tokens} tokens does not fit {gpus} × {gpu.id}")
-    pre = prefill_seconds(spec, fmt, gpu, input_tokens, prefix_hit, gpus=gpus, engine=engine, kv_dtype=kv_dtype,
-                          catalog=catalog, eff=eff)
+    pre = None if sched is not None else prefill_seconds(spec, fmt, gpu, input_tokens, prefix_hit, gpus=gpus,
+                                                          engine=engine, kv_dtype=kv_dtype, catalog=catalog, eff=eff)
     return operating_point(spec, fmt, gpu, batch, input_tokens, output_tokens, pre, gpus=gpus, engine=engine,
-                           kv_dtype=kv_dtype, catalog=catalog, eff=eff)
+                           kv_dtype=kv_dtype, catalog=catalog, eff=eff, sched=sched, prefix_hit=prefix_hit)
 
 
 def closed_loop_latency(point: OperatingPoint, output_tokens: int) -> tuple[float, float]:
@@ -429,12 +515,42 @@ def closed_loop_latency(point: OperatingPoint, output_tokens: int) -> tuple[floa
     arriving meanwhile (the M/D/1 wait at the prefill utilization of the other ``batch − 1`` clients), and
     the rest of its time in the replica — ``batch / requests_per_s`` by Little's law — is its decode, whose
     steps the others' prefills interrupt: TPOT = (time in the replica − TTFT) / output tokens."""
-    prefill_ms = point.ttft_ms - point.tpot_ms
+    prefill_ms = point.prefill_ms
     n = point.batch
     rho = point.requests_per_s * prefill_ms / 1e3 * (n - 1) / n
     ttft = queued_ttft_ms(point.ttft_ms, prefill_ms, rho)
     in_replica = n / point.requests_per_s * 1e3
     return ttft, max(point.tpot_ms, (in_replica - ttft) / output_tokens)
+
+
+def _best_point(spec: ModelSpec, fmt: QuantFormat, gpu: Gpu, load: Load, max_conc: int, *, gpus: int, engine: str,
+                kv_dtype: str, ttft_ms: float | None, tpot_ms: float | None, catalog: Catalog,
+                ttft_stat: str) -> tuple[OperatingPoint | None, float]:
+    """(the operating point that needs the fewest replicas for the peak, then serves the most; the most requests
+    per second one replica holds within the targets) over the batches up to ``max_conc`` and the engine's cap on
+    running sequences (:func:`gpucost.scheduling.scheduler`)."""
+    sched = scheduler(engine, gpu)
+    prefill_s = None if sched is not None else prefill_seconds(
+        spec, fmt, gpu, load.input_tokens, load.prefix_hit, gpus=gpus, engine=engine, kv_dtype=kv_dtype,
+        catalog=catalog)
+    peak = load.requests_per_s * load.peak_ratio
+    point, replica_max = None, 0.0
+    best: tuple[int, float] | None = None   # (replicas, -requests/s per replica): fewest, then fastest
+    top = min(max_conc, (sched.max_running or max_conc) if sched is not None else BATCHES[-1])
+    for b in sorted({*(x for x in BATCHES if x <= top), top}):
+        pt = operating_point(spec, fmt, gpu, b, load.input_tokens, load.output_tokens, prefill_s, gpus=gpus,
+                             engine=engine, kv_dtype=kv_dtype, catalog=catalog, sched=sched, prefix_hit=load.prefix_hit)
+        if (tpot_ms is not None and pt.tpot_ms > tpot_ms) or (ttft_ms is not None and pt.ttft_ms > ttft_ms):
+            break  # a step only grows with the batch: no larger batch meets the targets either
+        reps = replicas_needed(peak, pt.requests_per_s, pt.prefill_ms, pt.ttft_ms, ttft_ms, ttft_stat)
+        if reps is None:
+            continue
+        replica_max = max(replica_max, min(pt.requests_per_s, max_rps_within_ttft(
+            pt.prefill_ms, pt.ttft_ms, ttft_ms, ttft_stat)))
+        if best is None or (reps, -pt.requests_per_s) < best:
+            best = (reps, -pt.requests_per_s)
+            point = pt
+    return point, replica_max
 
 
 def plan_serving(spec: ModelSpec, fmt: QuantFormat, gpu: Gpu, load: Load, *, gpus: int = 1, engine: str = "vllm",
@@ -454,23 +570,8 @@ def plan_serving(spec: ModelSpec, fmt: QuantFormat, gpu: Gpu, load: Load, *, gpu
     replica_max = 0.0
     closest: dict = {}
     if max_conc >= 1:
-        prefill_s = prefill_seconds(spec, fmt, gpu, load.input_tokens, load.prefix_hit, gpus=gpus, engine=engine,
-                                    kv_dtype=kv_dtype, catalog=catalog)
-        peak = load.requests_per_s * load.peak_ratio
-        best: tuple[int, float] | None = None   # (replicas, -requests/s per replica): fewest, then fastest
-        for b in sorted({*(x for x in BATCHES if x <= max_conc), min(max_conc, BATCHES[-1])}):
-            pt = operating_point(spec, fmt, gpu, b, load.input_tokens, load.output_tokens, prefill_s, gpus=gpus,
-                                 engine=engine, kv_dtype=kv_dtype, catalog=catalog)
-            if (tpot_ms is not None and pt.tpot_ms > tpot_ms) or (ttft_ms is not None and pt.ttft_ms > ttft_ms):
-                break  # a decode step only grows with the batch: no larger batch meets the targets either
-            reps = replicas_needed(peak, pt.requests_per_s, prefill_s * 1e3, pt.ttft_ms, ttft_ms, ttft_stat)
-            if reps is None:
-                continue
-            replica_max = max(replica_max, min(pt.requests_per_s, max_rps_within_ttft(
-                prefill_s * 1e3, pt.ttft_ms, ttft_ms, ttft_stat)))
-            if best is None or (reps, -pt.requests_per_s) < best:
-                best = (reps, -pt.requests_per_s)
-                point = pt
+        point, replica_max = _best_point(spec, fmt, gpu, load, max_conc, gpus=gpus, engine=engine, kv_dtype=kv_dtype,
+                                         ttft_ms=ttft_ms, tpot_ms=tpot_ms, catalog=catalog, ttft_stat=ttft_stat)
     else:
         notes.append(Message("sv_note_nofit", tokens=load.input_tokens + load.output_tokens, n=gpus, card=gpu.id))
     empty: dict = {}
@@ -491,17 +592,15 @@ def plan_serving(spec: ModelSpec, fmt: QuantFormat, gpu: Gpu, load: Load, *, gpu
     # the decode band where no serving row has been judged
     dec = band("serving_throughput", engine, catalog) or band("decode_speed", engine, catalog)
     capacity = {"low": point.requests_per_s * dec.low, "high": point.requests_per_s * dec.high} if dec else {}
-    prefill_ms = point.ttft_ms - point.tpot_ms
+    prefill_ms = point.prefill_ms
     replicas = replicas_needed(load.requests_per_s * load.peak_ratio, point.requests_per_s, prefill_ms,
                                point.ttft_ms, ttft_ms, ttft_stat) or 1
     rho = load.requests_per_s * load.peak_ratio / replicas * prefill_ms / 1e3
     ttft_queued = queued_ttft_ms(point.ttft_ms, prefill_ms, rho, ttft_stat)
     cards = replicas * gpus
     util = load.requests_per_s / (replicas * point.requests_per_s)
-    # GPU time per request: its prefill, and its share of the decode steps
-    t_in = point.ttft_ms / 1e3 - point.tpot_ms / 1e3     # the prefill
-    t_out = load.output_tokens * point.tpot_ms / 1e3 / point.batch
-    share_in = t_in / (t_in + t_out)
+    # GPU time per request: what its prompt takes, and its share of the decode steps
+    share_in = point.input_share
     tok_in_h = load.requests_per_s * load.input_tokens * 3600
     tok_out_h = load.requests_per_s * load.output_tokens * 3600
     cost_in: dict[str, float | None] = {}
@@ -564,7 +663,7 @@ def cost_curve(plan: ServePlan, points: int = 25, span: float = 10.0) -> list[di
     if plan.point is None or not plan.cards:
         return []
     ld, pt = plan.load, plan.point
-    prefill_ms = pt.ttft_ms - pt.tpot_ms
+    prefill_ms = pt.prefill_ms
     target = plan.ttft_target_ms
     per_card = {b: (m / plan.cards if m is not None else None) for b, m in plan.monthly_cost.items()}
     api_per_rps = plan.apis[0]["monthly_cost"] / ld.requests_per_s if plan.apis else None

@@ -32,7 +32,14 @@ import numpy as np
 from gpucost.catalog import Catalog, derived
 from gpucost.errors import GpucostError, UnknownNameError
 from gpucost.kernel_paths import CURRENT, Software, extra_weight_bytes, layer_equivalents
-from gpucost.memory import KV_DTYPE_BYTES, _arrays, cpu_moe_share, kv_cache_bytes
+from gpucost.memory import (
+    KV_DTYPE_BYTES,
+    STATE_BYTES,
+    STATE_BYTES_DEFAULT,
+    _arrays,
+    cpu_moe_share,
+    kv_cache_bytes,
+)
 from gpucost.memory_profiles import ENGINE_PROFILES
 from gpucost.models import ModelSpec, lora_trainable_params
 from gpucost.quant import QuantFormat, active_weight_fraction, weight_bytes
@@ -240,19 +247,30 @@ def _flops_per_token(spec: ModelSpec, context: float) -> float:
     return 2 * (spec.params_active - embed) + 4 * attended * qk
 
 
+def _weights_read(spec: ModelSpec, fmt: QuantFormat, tokens: float) -> float:
+    """Weight bytes one forward pass over ``tokens`` tokens reads, whole model (before any split): every weight
+    but the embedding table (a lookup); of a mixture-of-experts layer's routed experts only those the tokens
+    touch (:func:`gpucost.quant.active_weight_fraction`: 1 − (1 − k/E)^tokens of them)."""
+    wb = weight_bytes(spec, fmt)
+    experts = wb.expert_blocks * float(active_weight_fraction(spec, tokens)) if spec.is_moe else 0.0
+    weights = (wb.blocks - wb.expert_blocks) + experts + wb.output + wb.vectors
+    if spec.tie_embeddings:
+        weights += wb.embed  # the output head is the embedding matrix, read whole every step
+    return weights
+
+
+def _kv_read(spec: ModelSpec, fmt: QuantFormat, batch: float, context: float, engine: str, kv_dtype: str) -> float:
+    """KV-cache bytes a decode step of ``batch`` sequences at ``context`` tokens reads, whole model."""
+    a = _arrays(((spec, fmt),))
+    return float(kv_cache_bytes(a, context, batch, KV_DTYPE_BYTES[kv_dtype], ENGINE_PROFILES[engine])[0])
+
+
 def _decode_bytes(spec: ModelSpec, fmt: QuantFormat, batch: float, context: float, engine: str,
                   kv_dtype: str, software: Software = CURRENT) -> tuple[float, float]:
     """(weight bytes read, KV bytes read) per decode step, whole model (before any split); the weights
     include what the engine's kernel path moves beyond one read (:func:`gpucost.kernel_paths.extra_weight_bytes`)."""
-    wb = weight_bytes(spec, fmt)
-    experts = wb.expert_blocks * float(active_weight_fraction(spec, batch)) if spec.is_moe else 0.0
-    weights = (wb.blocks - wb.expert_blocks) + experts + wb.output + wb.vectors
-    weights += extra_weight_bytes(spec, fmt, engine, batch, software)
-    if spec.tie_embeddings:
-        weights += wb.embed  # the output head is the embedding matrix, read whole every step
-    a = _arrays(((spec, fmt),))
-    kv = float(kv_cache_bytes(a, context, batch, KV_DTYPE_BYTES[kv_dtype], ENGINE_PROFILES[engine])[0])
-    return weights, kv
+    return (_weights_read(spec, fmt, batch) + extra_weight_bytes(spec, fmt, engine, batch, software),
+            _kv_read(spec, fmt, batch, context, engine, kv_dtype))
 
 
 #: dual-channel DDR5-5600, a current desktop's host memory: 5600 MT/s × 8 bytes per 64-bit channel × 2
@@ -307,6 +325,149 @@ def decode_step(bytes_gpu, flops_gpu, layers, bw_gbps, peak_tflops_, eff: Engine
     overhead = (t_host >= t_gpu) | (t_fixed > np.maximum(t_bw, t_c))
     bound = np.where(overhead, "host-overhead", np.where(t_c > t_bw, "compute", "memory-bandwidth"))
     return t, bound
+
+
+def _tensor_parallel_step(spec: ModelSpec, w_bytes: float, kv_bytes: float, flops: float, tokens: float, gpus: int,
+                          layers: float, bw_gbps: float, peak: float | None, eff: EngineEfficiency,
+                          link_bw: float) -> tuple[float, str]:
+    """(time [s], bound) of one forward step split over ``gpus`` tensor-parallel cards: each reads its share of
+    the weights and of the KV heads (all of an MLA latent, which every rank keeps) and computes its share of the
+    FLOP; two all-reduces per layer of one 16-bit hidden vector per token (ring: 2 (N − 1)/N of it per card)."""
+    shard = 1.0 / gpus
+    kv_shard = 1.0 if spec.is_mla else max(spec.num_kv_heads / gpus, 1.0) / spec.num_kv_heads
+    msg = tokens * spec.hidden_size * 2.0
+    lat = eff.allreduce_latency_ms / 1e3
+    comm = 0.0 if gpus == 1 else 2 * layers * (lat + RING_FACTOR * (gpus - 1) / gpus * msg / (link_bw * 1e9))
+    t, bound = decode_step(w_bytes * shard + kv_bytes * kv_shard, flops * shard, layers, bw_gbps, peak, eff, comm)
+    return float(t), str(bound)
+
+
+@dataclass(frozen=True)
+class StepCost:
+    """The terms of one continuous-batching step (:func:`step_seconds`) for one model, format, card set and
+    engine, worked out once so that a replayed benchmark (:mod:`gpucost.replay`) can price thousands of steps:
+    the same quantities as :func:`speed`'s tensor-parallel decode step (``tests/test_serving_step.py`` holds
+    them equal), as plain numbers."""
+
+    dense_bytes: float        # weights every step reads (all but the embedding table and the routed experts)
+    expert_bytes: float       # the routed experts' weights (MoE), read as far as the step's tokens touch them
+    route_share: float        # k / E: the share of the experts one token is routed to (0: dense)
+    kv_full: float            # KV bytes per token of context in full-attention layers, per sequence
+    kv_window: float          # … in sliding-window layers, up to ``window`` tokens
+    window: float             # the KV cache's window (inf: none, or the engine caches every token)
+    kv_state: float           # a hybrid model's fixed recurrent state per sequence [bytes]
+    flops_dense: float        # 2 × active parameters (without the embedding table) [FLOP per token]
+    attn_full: float          # attention FLOP per token per attended token, full-attention layers
+    attn_window: float        # … sliding-window layers, up to ``attn_span`` attended tokens
+    attn_span: float          # the attention window (inf: none)
+    shard: float              # a card's share of the weights and FLOP (1 / tensor-parallel cards)
+    kv_shard: float           # a card's share of the KV cache
+    bytes_per_s: float        # achievable memory bandwidth of a card [bytes/s]
+    flops_per_s: float        # achievable dense throughput of a card [FLOP/s] (inf: no figure)
+    fixed_s: float            # per-layer GPU time of a step
+    host_s: float             # per-layer host time of a step (a floor)
+    comm_fixed_s: float       # all-reduce latencies of a step (2 per layer, tensor parallel)
+    comm_per_token_s: float   # all-reduce transfer per token of the step
+    #: pipeline stages: the fields above are one stage's (its share of the layers); a step of the whole batch is
+    #: ``stages`` stage times, each stage working on a micro-batch of 1 / stages of the sequences
+    stages: int = 1
+    hop_s: float = 0.0        # sending a micro-batch's activations to the next stage: latency
+    hop_per_token_s: float = 0.0   # … and transfer per token
+
+    def kv_bytes(self, context: float) -> float:
+        """One sequence's KV cache at ``context`` tokens [bytes], whole model."""
+        return self.kv_full * context + self.kv_window * min(context, self.window) + self.kv_state
+
+    def flops(self, context: float) -> float:
+        """FLOP of one token that attends to ``context`` tokens (:func:`_flops_per_token`)."""
+        return self.flops_dense + self.attn_full * context + self.attn_window * min(context, self.attn_span)
+
+    def seconds(self, decode: float, context: float, prefill: float = 0, prefill_context: float = 0.0) -> float:
+        """See :func:`step_seconds`."""
+        if self.stages > 1:   # micro-batches through the stages, one after another on each stage
+            mb_dec, mb_pre = decode / self.stages, prefill / self.stages
+            hop = self.hop_s + self.hop_per_token_s * (mb_dec + mb_pre)
+            return self.stages * (self._stage(mb_dec, context, mb_pre, prefill_context) + hop)
+        return self._stage(decode, context, prefill, prefill_context)
+
+    def _stage(self, decode: float, context: float, prefill: float, prefill_context: float) -> float:
+        tokens = decode + prefill
+        weights = self.dense_bytes + self.expert_bytes * (1.0 - (1.0 - self.route_share) ** tokens)
+        kv = decode * self.kv_bytes(context) if decode else 0.0
+        flops = decode * self.flops(context) + prefill * self.flops(prefill_context)
+        t_bw = (weights * self.shard + kv * self.kv_shard) / self.bytes_per_s
+        t_c = flops * self.shard / self.flops_per_s
+        comm = self.comm_fixed_s + self.comm_per_token_s * tokens if self.shard < 1 else 0.0
+        return max(max(t_bw, t_c) + self.fixed_s + comm, self.host_s)
+
+
+def step_cost(spec: ModelSpec, fmt: QuantFormat, gpu: Gpu, *, gpus: int = 1, engine: str = DEFAULTS.engine,
+              kv_dtype: str = "fp16", link: str = "auto", catalog: Catalog | None = None,
+              eff: EngineEfficiency | None = None, pp: int = 1) -> StepCost:
+    """:class:`StepCost` of ``spec`` in ``fmt`` on ``gpus`` × ``gpu`` with ``engine``'s factors: tensor parallel
+    over ``gpus / pp`` cards in each of ``pp`` pipeline stages. A stage holds 1 / pp of the layers (their weights,
+    KV cache, FLOP and per-layer time) and its all-reduces stay within its cards; in flight are ``pp`` micro-batches,
+    one per stage (TensorRT-LLM's and vLLM's pipeline parallelism), and a micro-batch's hidden vectors go to the
+    next stage over the cards' link (one send per stage: the all-reduce latency and the transfer)."""
+    if pp < 1 or gpus % pp:
+        raise GpucostError(f"{gpus} cards do not split into {pp} pipeline stages")
+    tp = gpus // pp
+    _check_speed_inputs(spec, gpu, tp, 1, 1, engine, "tensor")
+    eff = eff or engine_efficiency(engine, catalog, fmt, default_backend(gpu))
+    wb = weight_bytes(spec, fmt)
+    expert = wb.expert_blocks if spec.is_moe else 0.0
+    dense = _weights_read(spec, fmt, 0) if spec.is_moe else _weights_read(spec, fmt, 1)
+    a = {k: float(np.asarray(v).ravel()[0]) for k, v in _arrays(((spec, fmt),)).items()}
+    prof = ENGINE_PROFILES[engine]
+    vals = (a["kv_vals"] if prof.kv_mla_compressed else a["kv_vals_expanded"]) if a["is_mla"] > 0 else a["kv_vals"]
+    kvb = KV_DTYPE_BYTES[kv_dtype]
+    window = a["window"] if prof.kv_sliding_window and a["n_swa"] > 0 else 0.0
+    n_swa = a["n_swa"] if window else 0.0
+    state = a["state_vals"] * STATE_BYTES.get(prof.activation_model, STATE_BYTES_DEFAULT)
+    embed = spec.vocab_size * spec.hidden_size if not spec.tie_embeddings else 0
+    f_swa = spec.sliding_window_layers if spec.sliding_window else 0
+    qk = spec.num_attention_heads * (spec.qk_nope_head_dim + spec.qk_rope_head_dim if spec.is_mla else spec.head_dim)
+    L = overhead_layers(spec, engine)
+    peak = peak_tflops(gpu, fmt, engine)
+    link_bw = gpu.link(link)[1] if gpus > 1 else float("inf")
+    f = 1.0 / pp   # a stage's share of the layers
+    L *= f
+    return StepCost(
+        dense_bytes=dense * f, expert_bytes=expert * f,
+        route_share=spec.experts_per_token / spec.num_experts if spec.is_moe else 0.0,
+        kv_full=vals * (a["n_full"] + a["n_swa"] - n_swa) * kvb * f, kv_window=vals * n_swa * kvb * f,
+        window=window if window else math.inf, kv_state=state * f,
+        flops_dense=2 * (spec.params_active - embed) * f,
+        attn_full=4 * qk * (len(spec.attention_layers) - f_swa) * f,
+        attn_window=4 * qk * f_swa * f, attn_span=float(spec.sliding_window) if spec.sliding_window else math.inf,
+        shard=1.0 / tp,
+        kv_shard=1.0 if spec.is_mla else max(spec.num_kv_heads / tp, 1.0) / spec.num_kv_heads,
+        bytes_per_s=gpu.mem_bandwidth_gbps * 1e9 * eff.bw_efficiency,
+        flops_per_s=peak * 1e12 * eff.compute_efficiency if peak is not None else math.inf,
+        fixed_s=L * eff.layer_overhead_ms / 1e3, host_s=L * eff.host_layer_ms / 1e3,
+        comm_fixed_s=2 * L * eff.allreduce_latency_ms / 1e3,
+        comm_per_token_s=2 * L * RING_FACTOR * (tp - 1) / tp * spec.hidden_size * 2.0 / (link_bw * 1e9),
+        stages=pp, hop_s=eff.allreduce_latency_ms / 1e3 if pp > 1 else 0.0,
+        hop_per_token_s=spec.hidden_size * 2.0 / (link_bw * 1e9) if pp > 1 else 0.0)
+
+
+def step_seconds(spec: ModelSpec, fmt: QuantFormat, gpu: Gpu, *, decode: int, context: float, prefill: int = 0,
+                 prefill_context: float = 0.0, gpus: int = 1, engine: str = DEFAULTS.engine, kv_dtype: str = "fp16",
+                 link: str = "auto", catalog: Catalog | None = None, eff: EngineEfficiency | None = None) -> float:
+    """One step of a continuous-batching engine [s], tensor parallel over ``gpus`` cards: one token for each of
+    ``decode`` running sequences (KV length ``context`` on average) and ``prefill`` prompt tokens (chunks that
+    attend to ``prefill_context`` earlier tokens on average) in one forward pass. The weights its tokens touch
+    (MoE: the experts hit by all ``decode + prefill`` tokens, 1 − (1 − k/E)^tokens of them) and the running
+    sequences' KV cache are read once and every token's matrix products computed: the step takes the larger of
+    the memory and the compute time (:func:`decode_step`), plus the per-layer time and two all-reduces per layer
+    of every token's hidden vector. A prefill chunk thus rides along a memory-bound decode step for the compute
+    the step had to spare (vLLM V1's chunked prefill, TensorRT-LLM's in-flight batching; :mod:`gpucost.scheduling`).
+    With ``prefill = 0`` it is :func:`speed`'s decode step. (A chunk's reads of its own prompt's earlier KV are
+    left out: one read per chunk, not per token.)"""
+    if decode < 0 or prefill < 0 or decode + prefill < 1:
+        raise GpucostError("a step processes at least one token")
+    cost = step_cost(spec, fmt, gpu, gpus=gpus, engine=engine, kv_dtype=kv_dtype, link=link, catalog=catalog, eff=eff)
+    return cost.seconds(decode, context, prefill, prefill_context)
 
 
 def _check_speed_inputs(spec: ModelSpec, gpu: Gpu, gpus, batch, context, engine: str, parallel: str | None) -> str:
@@ -376,12 +537,8 @@ def speed(spec: ModelSpec, fmt: QuantFormat, gpu: Gpu, *, gpus: int = DEFAULTS.g
     msg = batch * spec.hidden_size * 2.0  # one 16-bit hidden vector per sequence
     lat = eff.allreduce_latency_ms / 1e3
     if parallel == "tensor":
-        shard = 1.0 / gpus
-        kv_shard = 1.0 if spec.is_mla else max(spec.num_kv_heads / gpus, 1.0) / spec.num_kv_heads
-        bytes_gpu = w_bytes * shard + kv_bytes * kv_shard
-        flops_gpu = batch * flops_tok * shard
-        comm = 0.0 if gpus == 1 else 2 * L * (lat + RING_FACTOR * (gpus - 1) / gpus * msg / (link_bw * 1e9))
-        t, bound = decode_step(bytes_gpu, flops_gpu, L, bw, peak, eff, comm)
+        t, bound = _tensor_parallel_step(spec, w_bytes, kv_bytes, batch * flops_tok, batch, gpus, L, bw, peak, eff,
+                                         link_bw)
     else:  # layer split: the stages run one after another for a single step
         bytes_gpu = (w_bytes + kv_bytes) / gpus
         flops_gpu = batch * flops_tok / gpus
@@ -397,9 +554,13 @@ def speed(spec: ModelSpec, fmt: QuantFormat, gpu: Gpu, *, gpus: int = DEFAULTS.g
     if peak is not None:
         f_pre = _flops_per_token(spec, context / 2) * context
         n_par = gpus if parallel == "tensor" else 1
-        # a prompt is one forward of ``context`` tokens: its kernel path is that of ``context`` rows
-        w_pre = w_bytes - extra_weight_bytes(spec, fmt, engine, batch, software) \
-            + extra_weight_bytes(spec, fmt, engine, context, software)
+        # the prompt's tokens touch more of a mixture-of-experts model's experts than one decode token does; those
+        # in host RAM (--n-cpu-moe) are copied over instead (t_copy); a prompt is one forward of ``context`` tokens:
+        # its kernel path is that of ``context`` rows
+        w_pre = _weights_read(spec, fmt, context) + extra_weight_bytes(spec, fmt, engine, context, software)
+        if cpu_moe:
+            resident = weight_bytes(spec, fmt).expert_blocks * float(cpu_moe_share(_arrays(((spec, fmt),)), cpu_moe)[0])
+            w_pre -= resident * float(active_weight_fraction(spec, context))
         L_pre = overhead_layers(spec, engine, fmt, context, software)
         t_pre = f_pre / (peak * 1e12 * eff.compute_efficiency * n_par) + (w_pre / n_par) / (bw * 1e9 * eff.bw_efficiency) \
             + L_pre * eff.layer_overhead_ms / 1e3 + math.ceil(context / LLAMACPP_UBATCH) * t_copy

@@ -25,7 +25,7 @@ from gpucost.serving import (
     plan_serving,
     saturated,
 )
-from gpucost.speed import speed
+from gpucost.speed import speed, step_seconds
 from gpucost.units import HOURS_PER_MONTH
 from tests.conftest import run_cli
 
@@ -70,23 +70,24 @@ def test_replicas_follow_the_peak_load(cat):
 
 def test_time_to_first_token_waits_for_the_prompts_queued_ahead(cat):
     # M/D/1 (Pollaczek-Khinchine) by hand: a replica busy with prefills a share rho of the time makes a new
-    # request wait rho × prefill / (2 (1 - rho)) on average before its own prefill starts
-    p = _plan(cat, Load(2, 1000, 200), card="rtx-4090")
-    prefill_ms = p.point.ttft_ms - p.point.tpot_ms
+    # request wait rho × prefill / (2 (1 - rho)) on average before its own prefill starts. SGLang prefills before
+    # it decodes (gpucost.scheduling), so a prompt waits for those queued ahead of it
+    p = _plan(cat, Load(2, 1000, 200), card="rtx-4090", engine="sglang")
+    prefill_ms = p.point.prefill_ms
     rho = 2 / p.replicas * prefill_ms / 1000
     assert p.prefill_utilization == pytest.approx(rho)
     assert p.ttft_queued_ms == pytest.approx(p.point.ttft_ms + rho * prefill_ms / (2 * (1 - rho)))
     assert p.ttft_queued_ms > p.point.ttft_ms
     # a TTFT target is met with queueing: tighter targets take more replicas (smaller batches, less waiting)
     fleets = []
-    for target in (400, 300, 260):
-        q = _plan(cat, Load(20, 1000, 200), card="rtx-4090", ttft_ms=target)
+    for target in (300, 240, 220):
+        q = _plan(cat, Load(20, 1000, 200), card="rtx-4090", ttft_ms=target, engine="sglang")
         assert q.ttft_queued_ms <= target * (1 + 1e-9)
         fleets.append(q.replicas)
         # and one replica fewer would not meet it (or not carry the peak)
         fewer = q.replicas - 1
-        rho_fewer = 20 / fewer * (q.point.ttft_ms - q.point.tpot_ms) / 1000
-        too_slow = rho_fewer >= 1 or q.point.ttft_ms + rho_fewer * (q.point.ttft_ms - q.point.tpot_ms) / (
+        rho_fewer = 20 / fewer * q.point.prefill_ms / 1000
+        too_slow = rho_fewer >= 1 or q.point.ttft_ms + rho_fewer * q.point.prefill_ms / (
             2 * (1 - rho_fewer)) > target
         assert too_slow or fewer * q.point.requests_per_s < 20
     assert fleets == sorted(fleets) and fleets[0] < fleets[-1]
@@ -121,17 +122,17 @@ def test_md1_waiting_time_quantiles_match_a_simulated_queue():
 
 
 def test_a_p90_ttft_target_counts_the_slowest_tenth(cat):
-    mean = _plan(cat, Load(20, 1000, 200), card="rtx-4090", ttft_ms=400)
-    p90 = _plan(cat, Load(20, 1000, 200), card="rtx-4090", ttft_ms=400, ttft_stat="p90")
-    assert p90.ttft_stat == "p90" and p90.ttft_queued_ms <= 400 * (1 + 1e-9)
-    prefill_ms = p90.point.ttft_ms - p90.point.tpot_ms
+    mean = _plan(cat, Load(20, 1000, 200), card="rtx-4090", ttft_ms=300, engine="sglang")
+    p90 = _plan(cat, Load(20, 1000, 200), card="rtx-4090", ttft_ms=300, ttft_stat="p90", engine="sglang")
+    assert p90.ttft_stat == "p90" and p90.ttft_queued_ms <= 300 * (1 + 1e-9)
+    prefill_ms = p90.point.prefill_ms
     # the plan's p90 is the no-queue TTFT plus the 90th percentile of the M/D/1 wait in prefill times
     assert p90.ttft_queued_ms == pytest.approx(
         p90.point.ttft_ms + prefill_ms * md1_wait_quantile(p90.prefill_utilization, 0.9), rel=2e-3)
     assert p90.replicas > mean.replicas    # bounding nine requests in ten takes more cards than the mean
     assert any("90th percentile" in n for n in p90.notes)
-    rec = run_cli("serve", "--model", "llama-3.1-8b", "--gpu", "rtx-4090", "--rps", "20", "--ttft-ms", "400",
-                  "--ttft-stat", "p90", "--json")
+    rec = run_cli("serve", "--model", "llama-3.1-8b", "--gpu", "rtx-4090", "--rps", "20", "--ttft-ms", "300",
+                  "--ttft-stat", "p90", "--engine", "sglang", "--json")
     assert rec.returncode == 0 and json.loads(rec.stdout)["replicas"] == p90.replicas
     bad = run_cli("serve", "--model", "llama-3.1-8b", "--gpu", "rtx-4090", "--ttft-stat", "p99")
     assert bad.returncode == 2 and "--ttft-stat" in bad.stderr and bad.stderr.count("\n") == 1
@@ -162,14 +163,24 @@ def test_a_saturated_replica_and_fixed_concurrency_by_hand(cat):
     spec, fmt, h100 = catalog_spec("llama-3.1-8b", cat), get_format("bf16", cat), gpu(cat, "h100-sxm")
     full = saturated(spec, fmt, h100, 1000, 200, catalog=cat)
     per_seq, pool = kv_capacity(spec, fmt, h100, context=1200, prompt=1000)
-    assert full.batch == min(int(pool // per_seq), 1024)
-    prefill_s = (full.ttft_ms - full.tpot_ms) / 1e3
-    assert full.requests_per_s == pytest.approx(full.batch / (full.batch * prefill_s + 200 * full.tpot_ms / 1e3))
+    # vLLM V1 on an 80 GB H100 (gpucost.scheduling): 1,024 sequences at most, 8,192 tokens a step; b sequences
+    # decoding take b × 1000 / 200 = 5 b prompt tokens a step to keep them fed, so b + 5 b <= 8192: b <= 1365
+    assert full.batch == min(int(pool // per_seq), 1024, 1365)
+    step = step_seconds(spec, fmt, h100, decode=full.batch, context=1100, prefill=5 * full.batch,
+                        prefill_context=500, engine="vllm", catalog=cat)
+    assert full.tpot_ms == pytest.approx(step * 1e3)
+    assert full.requests_per_s == pytest.approx(full.batch / (200 * step))
     # one client: no queue, every step its own
     one = saturated(spec, fmt, h100, 1000, 200, concurrency=1, catalog=cat)
     assert closed_loop_latency(one, 200) == pytest.approx((one.ttft_ms, one.tpot_ms))
-    # sixteen: Little's law — TTFT + output × TPOT is the time each request spends, 16 / requests per second
+    # sixteen on vLLM V1: the prompts ride along the decode steps, whose time is the TPOT; a prompt may wait for
+    # the chunks queued ahead of it
     many = saturated(spec, fmt, h100, 1000, 200, concurrency=16, catalog=cat)
+    ttft, tpot = closed_loop_latency(many, 200)
+    assert ttft >= many.ttft_ms and tpot == pytest.approx(many.tpot_ms)
+    # sixteen on SGLang, which prefills first: Little's law — TTFT + output × TPOT is the time each request spends,
+    # 16 / requests per second, and the others' prefills interrupt a request's decode steps
+    many = saturated(spec, fmt, h100, 1000, 200, concurrency=16, catalog=cat, engine="sglang")
     ttft, tpot = closed_loop_latency(many, 200)
     assert ttft > many.ttft_ms and tpot > many.tpot_ms
     assert ttft + 200 * tpot == pytest.approx(16 / many.requests_per_s * 1e3)

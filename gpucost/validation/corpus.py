@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import math
 import re
+from typing import Any
 
 from gpucost.catalog import Catalog
 from gpucost.errors import GpucostError
@@ -41,11 +42,27 @@ from gpucost.kernel_paths import Software, software_of
 from gpucost.memory import Setup, estimate, kv_pool_gib, occupied_gib
 from gpucost.memory_profiles import ENGINE_PROFILES, OPTIMIZERS
 from gpucost.models import catalog_spec, model_id
-from gpucost.quant import GIB, get_format, weights_file_gib
+from gpucost.quant import GIB, KV_DTYPE_BYTES, get_format, weights_file_gib
 from gpucost.records import Gpu, gpu_records
+from gpucost.replay import Replay, Request, bench_serving_requests, replay
+from gpucost.scheduling import (
+    Scheduler,
+    scheduler,
+    trtllm_bench_kv_requests,
+    trtllm_bench_settings,
+    with_settings,
+)
 from gpucost.serialize import number
-from gpucost.serving import closed_loop_latency, saturated
-from gpucost.speed import EngineEfficiency, efficiency_table, engine_efficiency, key_backend, speed
+from gpucost.serving import kv_capacity
+from gpucost.speed import (
+    EngineEfficiency,
+    efficiency_table,
+    engine_efficiency,
+    kernel_family,
+    key_backend,
+    speed,
+    step_cost,
+)
 
 #: explicit unit conversions to the comparison unit (GiB = 2^30 bytes; GB = 10^9 bytes; MiB = 2^20 bytes)
 UNIT_TO_GIB = {"GiB": 1.0, "GB": 1e9 / GIB, "MiB": 2**20 / GIB, "MB": 1e6 / GIB, "bytes": 1 / GIB}
@@ -354,8 +371,7 @@ _PARALLEL = re.compile(r"\bTP\s*=?\s*(\d+)(?:\s*,\s*PP\s*=?\s*(\d+))?")
 
 def _replica_gpus(row: dict) -> tuple[int, int]:
     """(cards per replica, replicas) of a serving row: ``TPn`` (and ``PPm``) in its notes, else one replica on
-    every card. Pipeline stages are modelled as tensor-parallel ranks: in a saturated run both split the
-    weights and the work evenly."""
+    every card (:func:`_pipeline_stages`: how many of the cards are pipeline stages)."""
     gpus = _int(row.get("num_gpus"), 1)
     m = _PARALLEL.search(str(row.get("notes") or ""))
     per = int(m.group(1)) * int(m.group(2) or 1) if m else gpus
@@ -364,13 +380,92 @@ def _replica_gpus(row: dict) -> tuple[int, int]:
     return per, gpus // per
 
 
-def _serving(row: dict, spec, fmt, catalog: Catalog, table: dict[str, EngineEfficiency]) -> float:
-    """A load served with several requests in flight: :func:`gpucost.serving.saturated` at the row's
-    concurrency (clients that send a new request when one finishes), else with as many sequences as fit
-    (an offline run: every request queued at once)."""
-    cat = row["category"]
+#: a benchmark's request count: ``--num-prompts N`` / ``num_prompts N``, "N requests", "completed N of N prompts"
+_NUM_PROMPTS = re.compile(r"(?:--num-prompts|num_prompts)[ =]+(\d+)|\b(\d+) requests\b|\bof (\d+) prompts\b")
+_RANDOM_LEN = re.compile(r"--random-(input|output)-len[ =](\d+)")
+_RANGE_RATIO = re.compile(r"random[-_]range[-_]ratio[ =]([\d.]+)")
+#: settings a launch command states: (regex, the Scheduler field they set)
+_SETTINGS = ((re.compile(r"--max[-_]num[-_]seqs?[ =](\d+)|--max[-_]batch[-_]size[ =](\d+)"
+                         r"|--max[-_]running[-_]requests[ =](\d+)"), "max_running"),
+             (re.compile(r"--max[-_]num[-_]batched[-_]tokens[ =](\d+)|--max[-_]num[-_]tokens[ =](\d+)"
+                         r"|--chunked[-_]prefill[-_]size[ =](\d+)"), "token_budget"))
+_MAX_MODEL_LEN = re.compile(r"--max[-_]model[-_]len[ =](\d+)")
+_KV_FP8 = re.compile(r"kv[-_]cache[-_]dtype[ =]fp8", re.IGNORECASE)
+#: vLLM's benchmark_throughput.py and bench_serving send 1,000 prompts unless told otherwise (--num-prompts default)
+DEFAULT_PROMPTS = 1000
+
+
+def _first_int(m: re.Match | None) -> int | None:
+    return next((int(g) for g in m.groups() if g), None) if m else None
+
+
+def bench_requests(row: dict, clients: int | None) -> list[Request]:
+    """The requests a serving row's benchmark sent, from what its notes state: ``bench_serving --dataset-name
+    random`` with a range ratio below 1 draws lengths up to ``--random-input-len`` / ``--random-output-len``
+    (:func:`gpucost.replay.bench_serving_requests`, seed 1 as the script's default), moved by the difference
+    between the printed mean and the drawn one (the tokenizer's added tokens); fixed lengths otherwise
+    (``random_range_ratio=1``, trtllm-bench's ``stdev 0``, vLLM's ``--input-len``). The count: the notes',
+    else 1,000 (the scripts' default)."""
+    notes = str(row.get("notes") or "")
+    prompt, gen = number(row.get("prompt_tokens")) or 1.0, number(row.get("gen_tokens")) or 1.0
+    count = _first_int(_NUM_PROMPTS.search(notes)) or DEFAULT_PROMPTS
+    if clients is not None:
+        count = max(count, clients)
+    lens = dict((k, int(v)) for k, v in _RANDOM_LEN.findall(notes))
+    ratio_m = _RANGE_RATIO.search(notes)
+    ratio = float(ratio_m.group(1)) if ratio_m else (0.0 if "range-ratio not set" in notes else 1.0)
+    if len(lens) == 2 and ratio < 1:
+        drawn = bench_serving_requests(count, lens["input"], lens["output"], ratio)
+        d_in = round(prompt - sum(r.prompt for r in drawn) / count)
+        d_out = round(gen - sum(r.output for r in drawn) / count)
+        return [Request(max(r.prompt + d_in, 1), max(r.output + d_out, 1)) for r in drawn]
+    return [Request(max(int(round(prompt)), 1), max(int(round(gen)), 1))] * count
+
+
+def _bench_scheduler(row: dict, engine: str, gpu: Gpu, spec, fmt, per: int, clients: int | None,
+                     requests: list[Request], kv_dtype: str) -> Scheduler:
+    """The engine's step scheduling in a row's run: its defaults for the version the row names
+    (:func:`gpucost.scheduling.scheduler`; an offline vLLM run uses the ``LLM`` class), the settings its launch
+    command states, and trtllm-bench's own sizing of a throughput run."""
+    notes = str(row.get("notes") or "")
+    mml = _first_int(_MAX_MODEL_LEN.search(notes)) or spec.max_context
+    sched = scheduler(engine, gpu, version=str(row.get("engine_version") or ""),
+                      usage="offline" if clients is None else "server", max_model_len=mml, spec=spec)
+    if sched is None:
+        raise GpucostError(f"{engine} has no continuous-batching scheduler in gpucost")
+    stated: dict[str, Any] = {field: _first_int(rx.search(notes)) for rx, field in _SETTINGS}
+    if "trtllm-bench" in notes and engine == "tensorrt-llm":
+        isl, osl = requests[0].prompt, requests[0].output
+        pp = _pipeline_stages(row)
+        fam = kernel_family(fmt)
+        kv_req = trtllm_bench_kv_requests(spec.params_total, len(spec.attention_layers), spec.num_kv_heads,
+                                          spec.head_dim, 0.5 if fmt.id.startswith("nvfp4") else 1.0 if fam == "fp8"
+                                          else 2.0, KV_DTYPE_BYTES[kv_dtype], gpu.vram_gib, per // pp, pp, isl, osl)
+        bs, tokens = trtllm_bench_settings(kv_req, isl, osl, pp)
+        # both are a micro-batch's: pp of them are in flight
+        stated = {"max_running": (stated["max_running"] or bs) * pp,
+                  "token_budget": (stated["token_budget"] or tokens) * pp, "chunked": True}
+    return with_settings(sched, **stated) if any(stated.values()) else sched
+
+
+def _kv_dtype_of(row: dict) -> str:
+    """FP8 where a row's launch command says so, or its weights are NVIDIA ModelOpt checkpoints: those carry an FP8
+    KV cache (ModelOpt's hf_ptq.py exports with --kv_cache_qformat fp8 by default, and TensorRT-LLM takes the
+    checkpoint's kv_cache_quant_algo — NVIDIA/TensorRT-LLM issue #4329 names nvidia/Llama-3.1-8B-Instruct-FP8 as
+    one); else 16-bit."""
+    notes = str(row.get("notes") or "")
+    return "fp8" if _KV_FP8.search(notes) or "ModelOpt checkpoints" in notes else "fp16"
+
+
+_REPLAYS: dict = {}
+
+
+def _replay_row(row: dict, spec, fmt, catalog: Catalog, table: dict[str, EngineEfficiency]) -> tuple[Replay, int]:
+    """(the replay of a serving row's benchmark on one replica, replicas): :func:`gpucost.replay.replay` with the
+    row's requests, clients (spread over the replicas), engine scheduling, KV cache and step model."""
     engine = engine_of(row)
-    if "disaggregat" in str(row.get("notes") or "").lower():
+    notes = str(row.get("notes") or "")
+    if "disaggregat" in notes.lower():
         raise GpucostError("prefill-decode disaggregation is not modelled")
     gpu = _gpu(row, catalog)
     prompt, gen = number(row.get("prompt_tokens")), number(row.get("gen_tokens"))
@@ -379,18 +474,48 @@ def _serving(row: dict, spec, fmt, catalog: Catalog, table: dict[str, EngineEffi
     conc = _int(row.get("concurrency"), 0) or None
     if conc is None and engine == "llama.cpp":
         raise GpucostError("llama.cpp serves a fixed number of slots: the concurrency is not stated")
-    if cat != "serving_throughput" and conc is None:
+    if row["category"] != "serving_throughput" and conc is None:
         raise GpucostError("a latency under an open-loop request rate (no concurrency stated) is not estimated")
     per, replicas = _replica_gpus(row)
     eff = engine_efficiency(engine, catalog, fmt, key_backend(engine, backend_of(row), gpu), table=table)
-    n_in, n_out = max(int(round(prompt)), 1), max(int(round(gen)), 1)
-    if conc is not None:   # the clients are spread over the replicas
-        conc = max(1, conc // replicas)
-    pt = saturated(spec, fmt, gpu, n_in, n_out, concurrency=conc, gpus=per, engine=engine, catalog=catalog, eff=eff)
+    clients = None if conc is None else max(1, conc // replicas)
+    requests = bench_requests(row, clients)
+    if replicas > 1:   # each replica serves its share of the requests (and of the clients)
+        requests = requests[: max(1, len(requests) // replicas, clients or 1)]
+    kv_dtype = _kv_dtype_of(row)
+    sched = _bench_scheduler(row, engine, gpu, spec, fmt, per, clients, requests, kv_dtype)
+    longest = max(r.prompt + r.output for r in requests)
+    pp = _pipeline_stages(row)
+    key = (spec.id, fmt.id, gpu.id, per, pp, engine, kv_dtype, sched, tuple(requests), clients,
+           (eff.bw_efficiency, eff.layer_overhead_ms, eff.host_layer_ms, eff.compute_efficiency, eff.allreduce_latency_ms),
+           _stated_fraction(row, ENGINE_PROFILES[engine].preallocate))
+    if key not in _REPLAYS:
+        per_seq, pool = kv_capacity(spec, fmt, gpu, context=longest, prompt=max(r.prompt for r in requests),
+                                    gpus=per, engine=engine, kv_dtype=kv_dtype, fraction=key[-1])
+        if per_seq <= 0 or pool < per_seq:
+            raise GpucostError(f"one sequence of {longest} tokens does not fit {per} × {gpu.id}")
+        cost = step_cost(spec, fmt, gpu, gpus=per, engine=engine, kv_dtype=kv_dtype, catalog=catalog, eff=eff,
+                         pp=pp)
+        if len(_REPLAYS) > 4096:
+            _REPLAYS.clear()
+        _REPLAYS[key] = replay(requests, cost.seconds, sched, clients=clients, kv_tokens=pool / per_seq * longest)
+    return _REPLAYS[key], replicas
+
+
+def _pipeline_stages(row: dict) -> int:
+    """The pipeline stages of a serving row's replica: ``PPm`` after ``TPn`` in its notes, else 1."""
+    m = _PARALLEL.search(str(row.get("notes") or ""))
+    return int(m.group(2)) if m and m.group(2) else 1
+
+
+def _serving(row: dict, spec, fmt, catalog: Catalog, table: dict[str, EngineEfficiency]) -> float:
+    """A served load, as the row's benchmark measured it: its requests replayed through the engine's scheduler on
+    gpucost's step model (:func:`_replay_row`) — output tokens/s of all replicas, or the mean TTFT / TPOT."""
+    rep, replicas = _replay_row(row, spec, fmt, catalog, table)
+    cat = row["category"]
     if cat == "serving_throughput":
-        return pt.requests_per_s * n_out * replicas
-    ttft, tpot = closed_loop_latency(pt, n_out)
-    return ttft if cat == "serving_ttft" else tpot
+        return rep.output_tokens_per_s * replicas
+    return rep.mean_ttft_ms if cat == "serving_ttft" else rep.mean_tpot_ms
 
 
 def row_estimate(row: dict, catalog: Catalog, table: dict[str, EngineEfficiency] | None = None,
