@@ -163,19 +163,17 @@ def trtllm_bench_settings(kv_requests: float, input_tokens: int, output_tokens: 
     requests when ``kv_requests`` of them fit the KV cache (see :data:`TRTLLM_BENCH_MAX_REQUESTS`)."""
     raw_bs = min(kv_requests, TRTLLM_BENCH_MAX_REQUESTS) / pp
     raw_token = min(raw_bs * (1 + input_tokens / output_tokens), TRTLLM_BENCH_MAX_TOKENS)
-    if raw_bs < 256:
-        bs = max(64, 32 * math.ceil(raw_bs / 32))
-    elif raw_bs < 1024:
-        bs = 128 * math.ceil(raw_bs / 128)
-    else:
-        bs = 256 * math.ceil(raw_bs / 256)
-    if raw_token < 4096:
-        tokens = max(2048, 256 * math.ceil(raw_token / 256))
-    elif raw_token < 8192:
-        tokens = 512 * math.ceil(raw_token / 512)
-    else:
-        tokens = 1024 * math.ceil(raw_token / 1024)
-    return bs, tokens
+    return (_round_up_tiers(raw_bs, ((256, 32), (1024, 128), (math.inf, 256)), floor=64),
+            _round_up_tiers(raw_token, ((4096, 256), (8192, 512), (math.inf, 1024)), floor=2048))
+
+
+def _round_up_tiers(x: float, tiers: tuple[tuple[float, int], ...], floor: int) -> int:
+    """``x`` rounded up to the step of the first tier whose bound it is below; at least ``floor`` in the first."""
+    for i, (bound, step) in enumerate(tiers):
+        if x < bound:
+            v = step * math.ceil(x / step)
+            return max(floor, v) if i == 0 else v
+    raise ValueError("the last tier must be unbounded")
 
 
 __all__ = ["Scheduler", "parse_version", "scheduler", "trtllm_bench_kv_requests", "trtllm_bench_settings",
