@@ -413,10 +413,13 @@ def step_cost(spec: ModelSpec, fmt: QuantFormat, gpu: Gpu, *, gpus: int = 1, eng
         raise GpucostError(f"{gpus} cards do not split into {pp} pipeline stages")
     tp = gpus // pp
     _check_speed_inputs(spec, gpu, tp, 1, 1, engine, "tensor")
-    eff = eff or engine_efficiency(engine, catalog, fmt, default_backend(gpu))
+    eff = eff or engine_efficiency(engine, catalog, fmt, key_backend(engine, default_backend(gpu), gpu))
     wb = weight_bytes(spec, fmt)
     expert = wb.expert_blocks if spec.is_moe else 0.0
-    dense = _weights_read(spec, fmt, 0) if spec.is_moe else _weights_read(spec, fmt, 1)
+    # the kernel path's own bytes and per-layer time as speed() takes them for one token a sequence (only a
+    # transformers run's differ from one read of the weights and one time per layer: gpucost.kernel_paths)
+    dense = (_weights_read(spec, fmt, 0) if spec.is_moe else _weights_read(spec, fmt, 1)) \
+        + extra_weight_bytes(spec, fmt, engine, 1)
     a = {k: float(np.asarray(v).ravel()[0]) for k, v in _arrays(((spec, fmt),)).items()}
     prof = ENGINE_PROFILES[engine]
     vals = (a["kv_vals"] if prof.kv_mla_compressed else a["kv_vals_expanded"]) if a["is_mla"] > 0 else a["kv_vals"]
@@ -427,7 +430,7 @@ def step_cost(spec: ModelSpec, fmt: QuantFormat, gpu: Gpu, *, gpus: int = 1, eng
     embed = spec.vocab_size * spec.hidden_size if not spec.tie_embeddings else 0
     f_swa = spec.sliding_window_layers if spec.sliding_window else 0
     qk = spec.num_attention_heads * (spec.qk_nope_head_dim + spec.qk_rope_head_dim if spec.is_mla else spec.head_dim)
-    L = overhead_layers(spec, engine)
+    L = overhead_layers(spec, engine, fmt)
     peak = peak_tflops(gpu, fmt, engine)
     link_bw = gpu.link(link)[1] if gpus > 1 else float("inf")
     f = 1.0 / pp   # a stage's share of the layers

@@ -64,6 +64,18 @@ def test_the_step_model_decodes_like_speed(cat, model, fmt, card, n):
         assert cost.seconds(batch, ctx) * 1e3 == pytest.approx(sp.step_ms, rel=1e-9)
 
 
+@pytest.mark.parametrize("engine,fmt,card", [("transformers", "bnb-nf4-dq", "h200"),
+                                             ("transformers", "bnb-int8", "h200"),
+                                             ("llama.cpp", "q4_k_m", "h200")])
+def test_one_sequences_step_is_speeds_on_every_kernel_path(cat, engine, fmt, card):
+    """The same at one sequence where speed() takes a kernel path's own bytes and per-layer operators
+    (gpucost.kernel_paths: bitsandbytes in transformers) or a card-class factor (llama.cpp on an HBM card)."""
+    s, f, g = catalog_spec("llama-3.1-8b", cat), get_format(fmt, cat), gpu(cat, card)
+    sp = speed(s, f, g, batch=1, context=1024, engine=engine, catalog=cat)
+    assert step_cost(s, f, g, engine=engine, catalog=cat).seconds(1, 1024) * 1e3 == pytest.approx(sp.step_ms,
+                                                                                                  rel=1e-9)
+
+
 def test_a_step_reads_the_experts_its_tokens_touch(cat):
     q, bf16 = catalog_spec("qwen3-30b-a3b", cat), get_format("bf16", cat)
     # Qwen3-30B-A3B routes each token to 8 of 128 experts: 16 tokens leave an expert untouched with probability
