@@ -217,8 +217,10 @@ def extra_weight_bytes(spec: ModelSpec, fmt: QuantFormat, engine: str, tokens: f
 _VERSION = re.compile(r"(\d+(?:\.\d+)+)")
 
 
-def parse_version(text: str) -> Version | None:
-    """(4, 46, 3) from '4.46.3', '0.45.0.dev', 'v0.44.1'; None when no version is found."""
+def parse_version(text: str | None) -> Version | None:
+    """The first dotted version in a text, up to three parts: (4, 46, 3) from '4.46.3', '0.45.0.dev', 'v0.44.1',
+    (0, 7, 3) from '0.7.3.dev138+g21f6'; None when there is none. Engine versions of serving rows
+    (:mod:`gpucost.scheduling`) and library versions of speed rows are read with it."""
     m = _VERSION.search(text or "")
     return tuple(int(x) for x in m.group(1).split(".")[:3]) if m else None
 

@@ -20,9 +20,9 @@ the caller passes them instead (:func:`with_settings`). Pure functions; every co
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass, replace
 
+from gpucost.kernel_paths import parse_version
 from gpucost.models import ModelSpec
 from gpucost.records import Gpu
 from gpucost.serialize import Record
@@ -75,15 +75,6 @@ class Scheduler(Record):
     max_running: int | None     # sequences in flight at most (None: the KV cache alone bounds them)
     label: str                  # the defaults in force, in words
     source: str
-
-
-def parse_version(text: str | None) -> tuple[int, ...] | None:
-    """The first ``major.minor[.patch]`` in an engine-version text (``0.7.3.dev138+g21f6``, ``v0.9.1``); None
-    without one."""
-    m = re.search(r"(\d+)\.(\d+)(?:\.(\d+))?", str(text or ""))
-    if not m:
-        return None
-    return tuple(int(g) for g in m.groups() if g is not None)
 
 
 def _large_vllm_card(gpu: Gpu) -> bool:
