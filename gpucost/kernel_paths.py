@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 from gpucost.models import ModelSpec
 from gpucost.quant import QuantFormat, active_weight_fraction, weight_bytes
+from gpucost.records import Gpu
 
 Version = tuple[int, ...]
 
@@ -43,6 +44,7 @@ class Software:
 
     transformers: Version | None = None
     bitsandbytes: Version | None = None
+    llamacpp: Version | None = None
     int8_threshold: float = 6.0
 
     def has(self, release: Release) -> bool:
@@ -85,7 +87,14 @@ TF_EXPERTS_HIT = {
 #: (PR #42697, 2025-12-08)
 TF_FUSED_EXPERTS = Release("transformers", (5, 0, 0), "2025-12-08", "https://github.com/huggingface/transformers/pull/42697")
 
-RELEASES = (BNB_GEMV_4BIT, BNB_INT8_ROWWISE, BNB_FUSED_4BIT, *TF_EXPERTS_HIT.values(), TF_FUSED_EXPERTS)
+#: llama.cpp PR #8075 (commit a818f3028, 2024-06-24, "CUDA: use MMQ instead of cuBLAS by default"): on NVIDIA cards
+#: with int8 tensor cores (compute capability 7.5 and up) a prompt's products with quantized weights run mul_mat_q —
+#: int8 MMA on activations quantized to q8_1 — where builds before it dequantized each weight to an FP16 buffer
+#: for a cuBLAS GEMM once a batch exceeded MMQ_MAX_BATCH_SIZE (ggml-cuda.cu, PR #3776 of 2023-10). llama.cpp
+#: numbers its builds by commit count; gpucost places a run by its date, so this release's version is its date.
+LLAMACPP_MMQ = Release("llamacpp", (2024, 6, 24), "2024-06-24", "https://github.com/ggml-org/llama.cpp/pull/8075")
+
+RELEASES = (BNB_GEMV_4BIT, BNB_INT8_ROWWISE, BNB_FUSED_4BIT, *TF_EXPERTS_HIT.values(), TF_FUSED_EXPERTS, LLAMACPP_MMQ)
 
 #: Operators of one Llama decoder layer in a decode step (transformers modeling_llama.py, SDPA attention,
 #: https://github.com/huggingface/transformers/blob/002272831fba584eb30dca9729c1be456836960a/src/transformers/models/llama/modeling_llama.py):
@@ -201,17 +210,67 @@ def layer_equivalents(spec: ModelSpec, fmt: QuantFormat, engine: str, tokens: fl
 DEQUANT_ROUND_TRIP_BYTES = 2 * 2
 
 
-def extra_weight_bytes(spec: ModelSpec, fmt: QuantFormat, engine: str, tokens: float = 1,
-                       sw: Software = CURRENT) -> float:
-    """Bytes a forward of ``tokens`` tokens moves beyond reading the weights once: a bitsandbytes 4-bit
-    Linear that dequantizes (:func:`dequantizes_4bit`) writes a 16-bit copy of its weight and F.linear reads
-    it — 4 bytes per weight of the decoder blocks (the experts a step touches, for a MoE)."""
-    if engine != "transformers" or not spec.is_llm or not dequantizes_4bit(fmt, tokens, sw):
-        return 0.0
+def _round_trip_bytes(spec: ModelSpec, fmt: QuantFormat, tokens: float) -> float:
+    """A 16-bit copy of the decoder blocks' quantized weights written and read back once: 4 bytes per weight
+    (of a MoE, the experts ``tokens`` tokens touch)."""
     wb = weight_bytes(spec, fmt)
     params_per_byte = 8.0 / fmt.bits_per_weight
     experts = wb.expert_blocks * float(active_weight_fraction(spec, tokens)) if spec.is_moe else 0.0
     return ((wb.blocks - wb.expert_blocks) + experts) * params_per_byte * DEQUANT_ROUND_TRIP_BYTES
+
+
+def extra_weight_bytes(spec: ModelSpec, fmt: QuantFormat, engine: str, tokens: float = 1,
+                       sw: Software = CURRENT) -> float:
+    """Bytes a forward of ``tokens`` tokens moves beyond reading the weights once: a bitsandbytes 4-bit
+    Linear that dequantizes (:func:`dequantizes_4bit`) writes a 16-bit copy of its weight and F.linear reads
+    it — 4 bytes per weight of the decoder blocks (the experts a step touches, for a MoE). (llama.cpp's prompt
+    path: :func:`llamacpp_prompt_bytes`.)"""
+    if engine != "transformers" or not spec.is_llm or not dequantizes_4bit(fmt, tokens, sw):
+        return 0.0
+    return _round_trip_bytes(spec, fmt, tokens)
+
+
+def llamacpp_prompt_bytes(spec: ModelSpec, fmt: QuantFormat, tokens: float, gpu: Gpu | None, backend: str = "cuda",
+                          sw: Software = CURRENT) -> float:
+    """Bytes one llama.cpp forward of ``tokens`` prompt rows moves beyond reading the weights once: on the
+    ``blas-dequant`` path (:func:`llamacpp_prompt_path`) each quantized weight is written to an FP16 buffer and
+    read back by the GEMM (4 bytes per weight of the decoder blocks); none on the others."""
+    if not spec.is_llm or llamacpp_prompt_path(fmt, tokens, gpu, backend, sw) != "blas-dequant":
+        return 0.0
+    return _round_trip_bytes(spec, fmt, tokens)
+
+
+#: ggml types with a mul_mat_q kernel (ggml_cuda_should_use_mmq, ggml/src/ggml-cuda/mmq.cu): the legacy
+#: quants and k-quants (PR #8075's set; a k-quant mix such as Q4_K_M and Unsloth's UD-…_K_XL are k-quant
+#: tensors), the i-quants but IQ1_M (joined in July 2024, PRs #8278 and #8495; runs in between are taken to
+#: have them) and MXFP4 (which arrived in 2025, with MMQ)
+_MMQ_TYPES = re.compile(r"^(ud-)?(q[2-8]_(0|1|k)|iq(1_s|2_xxs|2_xs|2_s|2_m|3_xxs|3_s|3_m|4_xs|4_nl)|mxfp4)")
+#: mul_mat_q runs on int8 tensor cores from Turing (int8_mma_available: compute capability 7.5)
+MMQ_MIN_COMPUTE_CAPABILITY = 7.5
+#: llama.cpp's batch size from which a product takes the matrix-matrix path (MMVQ below it; ggml-cuda's
+#: MMVQ_MAX_BATCH_SIZE 8): a prompt; a decode step of fewer rows reads the quantized weights directly
+LLAMACPP_MMVQ_MAX_BATCH = 8
+
+
+def llamacpp_prompt_path(fmt: QuantFormat, tokens: float, gpu: Gpu | None, backend: str = "cuda",
+                         sw: Software = CURRENT) -> str:
+    """How llama.cpp multiplies a forward of ``tokens`` rows by ``fmt``'s weights on ``gpu``: ``float`` (16-bit
+    weights: a BLAS GEMM), ``mmq`` (mul_mat_q on the quantized weights: CUDA, compute capability ≥ 7.5, a type
+    it supports, a build from PR #8075 on — :data:`LLAMACPP_MMQ`), ``blas-dequant`` (CUDA and ROCm
+    otherwise: each weight dequantized to an FP16 buffer, then the GEMM; RDNA3 keeps hipBLAS, PR #8075),
+    ``shader`` (Vulkan, Metal, SYCL: the matmul shader dequantizes as it loads) and ``vector`` (a decode
+    step of at most :data:`LLAMACPP_MMVQ_MAX_BATCH` rows)."""
+    if fmt.is_float:
+        return "float"
+    if tokens <= LLAMACPP_MMVQ_MAX_BATCH:
+        return "vector"
+    if backend not in ("cuda", "rocm"):
+        return "shader"
+    if (backend == "cuda" and gpu is not None and gpu.vendor == "NVIDIA"
+            and (gpu.compute_capability or 0.0) >= MMQ_MIN_COMPUTE_CAPABILITY
+            and _MMQ_TYPES.match(fmt.id.lower()) and sw.has(LLAMACPP_MMQ)):
+        return "mmq"
+    return "blas-dequant"
 
 
 _VERSION = re.compile(r"(\d+(?:\.\d+)+)")
@@ -242,13 +301,16 @@ _THRESHOLD = re.compile(r"(?:llm_int8_)?threshold\s*=\s*(\d+(?:\.\d+)?)", re.IGN
 
 def software_of(versions: str, notes: str = "", as_of: str | None = None) -> Software:
     """The :class:`Software` a corpus row states: the versions its engine column names ('transformers
-    4.46.3; bitsandbytes 0.44.1'), else the releases out on its ``as_of`` date, else the current ones; the
+    4.46.3; bitsandbytes 0.44.1'), else the releases out on its ``as_of`` date (llama.cpp: always by date),
+    else the current ones; the
     LLM.int8() threshold its notes give (``llm_int8_threshold=0.0``), else the default 6.0."""
     kw: dict = {}
     for pkg, rx in _PACKAGE.items():
         m = rx.search(versions or "")
         v = parse_version(m.group(1)) if m else None
         kw[pkg] = v if v is not None else (version_on(pkg, as_of) if as_of else None)
+    # llama.cpp's build numbers are not versions of the releases above: a run is placed by its date
+    kw["llamacpp"] = version_on("llamacpp", as_of) if as_of else None
     m = _THRESHOLD.search(notes or "")
     if m:
         kw["int8_threshold"] = float(m.group(1))

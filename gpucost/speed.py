@@ -31,7 +31,14 @@ import numpy as np
 
 from gpucost.catalog import Catalog, derived
 from gpucost.errors import GpucostError, UnknownNameError
-from gpucost.kernel_paths import CURRENT, Software, extra_weight_bytes, layer_equivalents
+from gpucost.kernel_paths import (
+    CURRENT,
+    Software,
+    extra_weight_bytes,
+    layer_equivalents,
+    llamacpp_prompt_bytes,
+    llamacpp_prompt_path,
+)
 from gpucost.memory import (
     KV_DTYPE_BYTES,
     STATE_BYTES,
@@ -310,6 +317,43 @@ def overhead_layers(spec: ModelSpec, engine: str, fmt: QuantFormat | None = None
     return layer_equivalents(spec, fmt, engine, tokens, software)
 
 
+@dataclass(frozen=True)
+class PromptTerms:
+    """What a prompt costs one copy of the model (before any split): its FLOPs, the weight bytes it reads, the
+    layers' worth of fixed time it pays, the tensor rate its products run at [TFLOPS] (None: no figure), the
+    forward passes it takes and llama.cpp's kernel path (:func:`gpucost.kernel_paths.llamacpp_prompt_path`)."""
+
+    flops: float
+    weight_bytes: float
+    layers: float
+    peak: float | None
+    passes: int
+    path: str
+
+
+def prompt_terms(spec: ModelSpec, fmt: QuantFormat, gpu: Gpu, *, prompt: float, engine: str, backend: str = "cuda",
+                 software: Software = CURRENT) -> PromptTerms:
+    """The terms of a prompt of ``prompt`` tokens (attention over half of it on average). llama.cpp processes a
+    prompt in physical batches of :data:`LLAMACPP_UBATCH` tokens: each reads the weights (on the BLAS path also
+    their dequantized copy) and pays the per-layer time. Every path's products are taken at the 16-bit tensor
+    rate (:func:`peak_tflops`): mul_mat_q runs on int8 tensor cores but, with its activations' quantization
+    and block scales, about at FP16 cuBLAS's speed (PR #7676: "still slower than FP16 cuBLAS but faster for
+    end-to-end performance because it needs less data conversion"; fitting it at the int8 rate judged worse on
+    documents held out, 31 % against 27 %). Other engines: one forward of the whole prompt; a transformers
+    kernel path's bytes and operators as for a forward of that many rows."""
+    prompt = max(float(prompt), 1.0)
+    passes = math.ceil(prompt / LLAMACPP_UBATCH) if engine == "llama.cpp" else 1
+    rows = prompt / passes
+    weights = _weights_read(spec, fmt, rows) + extra_weight_bytes(spec, fmt, engine, rows, software)
+    path = ""
+    if engine == "llama.cpp":
+        weights += llamacpp_prompt_bytes(spec, fmt, rows, gpu, backend, software)
+        path = llamacpp_prompt_path(fmt, rows, gpu, backend, software)
+    return PromptTerms(flops=_flops_per_token(spec, prompt / 2) * prompt, weight_bytes=passes * weights,
+                       layers=passes * overhead_layers(spec, engine, fmt, rows, software),
+                       peak=peak_tflops(gpu, fmt, engine), passes=passes, path=path)
+
+
 def decode_step(bytes_gpu, flops_gpu, layers, bw_gbps, peak_tflops_, eff: EngineEfficiency, comm_s=0.0):
     """(step time [s], which term bounds it) for arrays broadcast together (see module docstring)."""
     t_bw = np.asarray(bytes_gpu, dtype=float) / (np.asarray(bw_gbps, dtype=float) * 1e9 * eff.bw_efficiency)
@@ -552,21 +596,20 @@ def speed(spec: ModelSpec, fmt: QuantFormat, gpu: Gpu, *, gpus: int = DEFAULTS.g
     tps = batch / t
     bw_roof = batch * bw * 1e9 / ((w_bytes + kv_bytes) / (gpus if parallel == "tensor" else 1))
     c_roof = None if peak is None else peak * 1e12 * (gpus if parallel == "tensor" else 1) / flops_tok
-    # prefill: a prompt of ``context`` tokens, attention over half of it on average
+    # prefill: a prompt of ``context`` tokens (prompt_terms: its passes, bytes and kernel path)
     prefill = None
     if peak is not None:
-        f_pre = _flops_per_token(spec, context / 2) * context
+        pt = prompt_terms(spec, fmt, gpu, prompt=context, engine=engine, backend=backend, software=software)
         n_par = gpus if parallel == "tensor" else 1
         # the prompt's tokens touch more of a mixture-of-experts model's experts than one decode token does; those
-        # in host RAM (--n-cpu-moe) are copied over instead (t_copy); a prompt is one forward of ``context`` tokens:
-        # its kernel path is that of ``context`` rows
-        w_pre = _weights_read(spec, fmt, context) + extra_weight_bytes(spec, fmt, engine, context, software)
+        # in host RAM (--n-cpu-moe) are copied over instead, every physical batch (t_copy)
+        w_pre = pt.weight_bytes
         if cpu_moe:
             resident = weight_bytes(spec, fmt).expert_blocks * float(cpu_moe_share(_arrays(((spec, fmt),)), cpu_moe)[0])
-            w_pre -= resident * float(active_weight_fraction(spec, context))
-        L_pre = overhead_layers(spec, engine, fmt, context, software)
-        t_pre = f_pre / (peak * 1e12 * eff.compute_efficiency * n_par) + (w_pre / n_par) / (bw * 1e9 * eff.bw_efficiency) \
-            + L_pre * eff.layer_overhead_ms / 1e3 + math.ceil(context / LLAMACPP_UBATCH) * t_copy
+            w_pre -= pt.passes * resident * float(active_weight_fraction(spec, context / pt.passes))
+        t_pre = pt.flops / ((pt.peak or peak) * 1e12 * eff.compute_efficiency * n_par) \
+            + (w_pre / n_par) / (bw * 1e9 * eff.bw_efficiency) \
+            + pt.layers * eff.layer_overhead_ms / 1e3 + math.ceil(context / LLAMACPP_UBATCH) * t_copy
         prefill = context / t_pre
     return SpeedEstimate(
         model=spec.id, quant=fmt.id, gpu=gpu.id, gpus=gpus, engine=engine, batch=batch, context=context,

@@ -78,7 +78,9 @@ def test_4bit_dequantize_round_trip_bytes(cat):
 def test_software_of_a_row():
     sw = software_of("transformers 4.46.3; bitsandbytes 0.44.1; torch 2.5.1",
                      "load_in_8bit with llm_int8_threshold=0.0 (no outlier decomposition)", "2024-12-05")
-    assert sw == Software(transformers=(4, 46, 3), bitsandbytes=(0, 44, 1), int8_threshold=0.0)
+    # llama.cpp is always placed by date: a run of 2024-12-05 has PR #8075 (2024-06-24)
+    assert sw == Software(transformers=(4, 46, 3), bitsandbytes=(0, 44, 1), llamacpp=(2024, 6, 24), int8_threshold=0.0)
+    assert software_of("", "", "2024-06-23").llamacpp == (0,)
     assert software_of("transformers 5.17.0, bitsandbytes 0.50.2").bitsandbytes == (0, 50, 2)
     assert software_of("bitsandbytes 0.45.0.dev").bitsandbytes == (0, 45, 0)
     # no version named: what was released on the row's date (0.40.0 on 2023-07-11, 0.45.0 on 2024-12-05)
@@ -119,3 +121,64 @@ def test_llama_cpp_has_factors_of_its_own_on_hbm_cards(cat):
     s, q4 = catalog_spec("llama-2-7b", cat), get_format("q4_0", cat)
     assert speed(s, q4, a100, engine="llama.cpp", catalog=cat).efficiency["engine"] == "llama.cpp/hbm/gguf"
     assert speed(s, q4, rtx, engine="llama.cpp", catalog=cat).efficiency["engine"] == "llama.cpp/gguf"
+
+
+# --------------------------------------------------------------------------------------------------
+# llama.cpp's prompt path (issue 25: prefill)
+# --------------------------------------------------------------------------------------------------
+
+#: before and after llama.cpp PR #8075 (2024-06-24): a run is placed by its date
+BEFORE_MMQ = software_of("", "", "2024-05-01")
+AFTER_MMQ = software_of("", "", "2025-09-08")
+
+
+def test_llamacpp_prompt_path_by_card_backend_type_and_date(cat):
+    from gpucost.kernel_paths import llamacpp_prompt_path
+
+    rtx, v100, mi300 = gpu(cat, "rtx-4090"), gpu(cat, "v100-32gb"), gpu(cat, "mi300x")
+    q4k, q4, f16 = get_format("q4_k_m", cat), get_format("q4_0", cat), get_format("fp16", cat)
+    assert llamacpp_prompt_path(q4k, 512, rtx, "cuda", AFTER_MMQ) == "mmq"
+    assert llamacpp_prompt_path(q4k, 512, rtx, "cuda", BEFORE_MMQ) == "blas-dequant"  # dequantize, then cuBLAS
+    assert llamacpp_prompt_path(q4, 512, v100, "cuda", AFTER_MMQ) == "blas-dequant"  # Volta: no int8 tensor cores
+    assert llamacpp_prompt_path(q4, 512, mi300, "rocm", AFTER_MMQ) == "blas-dequant"
+    assert llamacpp_prompt_path(q4, 512, rtx, "vulkan", AFTER_MMQ) == "shader"
+    assert llamacpp_prompt_path(f16, 512, rtx, "cuda", AFTER_MMQ) == "float"
+    assert llamacpp_prompt_path(q4, 1, rtx, "cuda", BEFORE_MMQ) == "vector"           # a decode step
+    assert llamacpp_prompt_path(get_format("iq1_m", cat), 512, rtx, "cuda", AFTER_MMQ) == "blas-dequant"
+
+
+def test_llamacpp_prompt_reads_a_dequantized_copy_before_mmq(cat):
+    """Before PR #8075 every block weight is written as FP16 and read back by cuBLAS: 4 bytes a weight, per
+    512-token physical batch; a 4,096-token prompt takes 8 of them, each reading the weights again."""
+    from gpucost.kernel_paths import llamacpp_prompt_bytes
+    from gpucost.speed import prompt_terms
+
+    s, q4, rtx = catalog_spec("llama-2-7b", cat), get_format("q4_0", cat), gpu(cat, "rtx-4090")
+    assert llamacpp_prompt_bytes(s, q4, 512, rtx, "cuda", BEFORE_MMQ) == pytest.approx(LLAMA2_7B_BLOCK_WEIGHTS * 4)
+    assert llamacpp_prompt_bytes(s, q4, 512, rtx, "cuda", AFTER_MMQ) == 0
+    assert llamacpp_prompt_bytes(s, q4, 512, rtx, "vulkan", BEFORE_MMQ) == 0
+    one = prompt_terms(s, q4, rtx, prompt=512, engine="llama.cpp", software=BEFORE_MMQ)
+    eight = prompt_terms(s, q4, rtx, prompt=4096, engine="llama.cpp", software=BEFORE_MMQ)
+    assert (one.passes, eight.passes) == (1, 8)
+    assert eight.weight_bytes == pytest.approx(8 * one.weight_bytes)
+    assert eight.layers == 8 * 32
+    now = prompt_terms(s, q4, rtx, prompt=512, engine="llama.cpp", software=AFTER_MMQ)
+    assert one.weight_bytes - now.weight_bytes == pytest.approx(LLAMA2_7B_BLOCK_WEIGHTS * 4)
+    # another engine: one forward of the whole prompt
+    assert prompt_terms(s, get_format("fp16", cat), rtx, prompt=4096, engine="vllm").passes == 1
+
+
+def test_q4_prompts_were_slower_than_fp16_before_mmq(cat):
+    """The published ordering: XiongjieDai's RTX 4090 table (May 2024) has Llama 3 8B's pp512 at 9,382 t/s in
+    F16 and 7,139 in Q4_K_M; since mul_mat_q a Q4 prompt is no slower than F16 (llmtracker's RTX PRO 6000,
+    2025: Llama 2 7B Q4_0 16,634 t/s)."""
+    s, rtx = catalog_spec("llama-3-8b", cat), gpu(cat, "rtx-4090")
+
+    def pp(quant, sw):
+        return speed(s, get_format(quant, cat), rtx, context=512, engine="llama.cpp", catalog=cat,
+                     software=sw).prefill_tokens_per_s
+
+    assert pp("q4_k_m", BEFORE_MMQ) < pp("fp16", BEFORE_MMQ)
+    assert pp("q4_k_m", AFTER_MMQ) >= pp("fp16", AFTER_MMQ)
+    assert pp("q4_k_m", AFTER_MMQ) == pytest.approx(speed(s, get_format("q4_k_m", cat), rtx, context=512,
+                                                          engine="llama.cpp", catalog=cat).prefill_tokens_per_s)

@@ -186,10 +186,11 @@ def test_experts_in_cpu_ram_cost_their_reads_at_the_hosts_bandwidth(cat):
     p = speed(spec, fmt, rtx, engine="llama.cpp", cpu_moe=18, context=1024, catalog=cat)
     p0 = speed(spec, fmt, rtx, engine="llama.cpp", context=1024, catalog=cat)
     copies = 2 * weight_bytes(spec, fmt).expert_blocks / 2 / (rtx.link("pcie")[1] * 1e9)
-    # (less what the card no longer reads itself: the experts the CPU now reads; a 1024-token prompt touches
-    # 1 − (124/128)^1024 of the host-resident experts, not 4/128 of them as one decode token does)
+    # (less what the card no longer reads itself: the experts the CPU now reads; a 1024-token prompt is two
+    # physical batches of 512, each touching 1 − (124/128)^512 of the host-resident experts, not 4/128 of them
+    # as one decode token does)
     assert p0.bytes_per_step - p.bytes_per_step == pytest.approx(read, rel=1e-9)
-    read_prompt = weight_bytes(spec, fmt).expert_blocks * 18 / 36 * (1 - (124 / 128) ** 1024)
+    read_prompt = 2 * weight_bytes(spec, fmt).expert_blocks * 18 / 36 * (1 - (124 / 128) ** 512)
     assert 1024 / p.prefill_tokens_per_s - 1024 / p0.prefill_tokens_per_s == pytest.approx(
         copies - read_prompt / (rtx.mem_bandwidth_gbps * 1e9 * p.efficiency["bw_efficiency"]), rel=1e-6)
     assert any("--n-cpu-moe 18" in n for n in slow.notes)

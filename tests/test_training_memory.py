@@ -409,3 +409,26 @@ def test_gradients_wait_for_the_next_micro_batch_only_with_accumulation(cat):
     lora = dict(mode="lora", context=512, batch=4, grad_checkpointing=False)
     assert _est(cat, "llama-3.1-8b", "bf16", **lora, grad_accum=1).allocated_gib == pytest.approx(
         _est(cat, "llama-3.1-8b", "bf16", **lora).allocated_gib, rel=1e-3)
+
+
+def test_an_unstated_checkpointing_is_the_frameworks_default():
+    """Vertex's OpenLLaMA 7B report states no gradient checkpointing. Its fp16 LoRA runs are the HF Trainer's
+    default (TrainingArguments.gradient_checkpointing=False); its QLoRA runs went through PEFT's
+    prepare_model_for_kbit_training, which turns checkpointing on. Other frameworks checkpoint by default."""
+    from gpucost.catalog import Catalog
+    from gpucost.quant import get_format
+    from gpucost.validation.corpus import grad_checkpointing_of, row_estimate
+
+    cat = Catalog()
+    fp16, nf4 = get_format("fp16", cat), get_format("bnb-nf4", cat)
+    assert grad_checkpointing_of({"engine": "peft", "grad_checkpointing": None}, fp16) is False
+    assert grad_checkpointing_of({"engine": "peft", "grad_checkpointing": float("nan")}, nf4) is True
+    assert grad_checkpointing_of({"engine": "trl", "grad_checkpointing": "true"}, fp16) is True
+    assert grad_checkpointing_of({"engine": "unsloth", "grad_checkpointing": None}, fp16) is True
+    assert grad_checkpointing_of({"engine": "ms-swift", "grad_checkpointing": "false"}, nf4) is False
+    bench = cat.table("benchmarks").set_index("id")
+    row = {**bench.loc["tma118"].to_dict(), "id": "tma118"}
+    assert row["engine"] == "peft" and row["quant"] == "fp16" and not row["grad_checkpointing"]
+    off = row_estimate({**row, "grad_checkpointing": "false"}, cat)
+    on = row_estimate({**row, "grad_checkpointing": "true"}, cat)
+    assert row_estimate(row, cat) == pytest.approx(off) and off > on

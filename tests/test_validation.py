@@ -233,3 +233,50 @@ def test_markdown_error_table_lists_every_estimated_category(summ):
         if summ.loc[cat_, "estimated"]:
             assert f"| {cat_} |" in md
     assert "≤ 15 %" in md   # the decode target is printed next to the measured figure
+
+
+def test_runs_their_own_source_calls_unrepresentative_are_kept_but_neither_fitted_nor_judged(cat, results):
+    """1337hero's RX 7900 XTX repository logs a day of fixing its host: its README puts the first runs (about
+    760 t/s pp512) on a host without ReBAR and calls GPU 1's early figures not representative; its last run
+    (3,291 t/s) is the one it reports. Those 26 rows stay in the corpus, with the source's words, unjudged."""
+    from gpucost.validation.fit import corpus_terms
+
+    bench = cat.table("benchmarks").set_index("id")
+    doc = bench[bench["source_id"] == "1337hero-rx7900xtx-llama-bench-vulkan"]
+    marked = doc[doc["notes"].str.contains("NOT JUDGED: ")]
+    assert len(doc) == 33 and len(marked) == 26
+    res = results.set_index("id")
+    assert (res.loc[marked.index, "role"] == "skipped").all()
+    assert res.loc[marked.index, "reason"].str.startswith("not judged: ").all()
+    assert "ReBAR" in res.loc["svp0754", "reason"]
+    assert res.loc["svp0785", "role"] == "validation" and res.loc["svp0785", "measured"] == pytest.approx(3290.92)
+    assert not set(marked.index) & {t.id for t in corpus_terms(cat)}
+
+
+def test_other_backends_fit_their_own_keys_not_cudas(cat):
+    """llama.cpp's own factors (and its kernel keys) are fitted on CUDA rows; a Vulkan or ROCm row fits the keys
+    that name its backend."""
+    from gpucost.validation.fit import corpus_terms, fit_factors
+
+    bench = cat.table("benchmarks").set_index("id")
+    fitted = fit_factors(corpus_terms(cat))
+    for key in ("llama.cpp", "llama.cpp/gguf"):
+        rows = fitted[key].decode_rows + fitted[key].prefill_rows
+        assert rows and set(bench.loc[list(rows), "backend"].fillna("cuda")) == {"cuda"}, key
+    vulkan = fitted["llama.cpp/vulkan"].prefill_rows
+    assert vulkan and set(bench.loc[list(vulkan), "backend"]) == {"vulkan"}
+
+
+def test_a_document_far_off_does_not_pull_the_fit():
+    """The fit minimizes Σ |log(estimate / measured)|: seven prompts run at η_c = 0.40 and three of another
+    document at a twentieth of it; the fitted factor is the seven's (least squares would give 0.16)."""
+    from gpucost.validation.fit import Terms, _fit_compute
+
+    def row(i, eta_c):
+        flops, peak = 7e12, 100.0   # 7 TFLOP on a 100-TFLOPS card; weights and layers cost nothing
+        return Terms(f"r{i}", f"doc{i}", ("x",), "prefill", 0.0, 0.0, flops, 0.0, 1000.0, peak, 1.0, 512.0,
+                     flops / (peak * 1e12 * eta_c))
+
+    rows = [row(i, 0.40) for i in range(7)] + [row(10 + i, 0.02) for i in range(3)]
+    assert _fit_compute(rows, 0.8, 0.1) == pytest.approx(0.40, abs=0.005)
+    assert _fit_compute(rows[:7], 0.8, 0.1) == pytest.approx(0.40, abs=0.005)

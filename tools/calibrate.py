@@ -34,7 +34,7 @@ ALLOCATOR = ROOT / "data" / "allocator.csv"
 COLS = ["engine", "bw_efficiency", "layer_overhead_ms", "host_layer_ms", "compute_efficiency", "allreduce_latency_ms",
         "mfu", "fallback", "calibration_rows", "source", "as_of", "notes"]
 SOURCE = ("fitted by tools/calibrate.py (gpucost.validation.fit) on the listed rows of data/benchmarks.csv, "
-          "least squares on log(estimate / measured); the rows' own source columns name who measured them")
+          "least absolute deviation of log(estimate / measured); the rows' own source columns name who measured them")
 
 
 def _round(v, nd=4):

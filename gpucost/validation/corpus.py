@@ -25,6 +25,9 @@ without a column are read from its notes):
   Cut Cross-Entropy, FlashAttention-2 (K and V kept at their own heads), the gradient accumulation steps, pure bf16
   full fine-tuning (an HF Trainer run of a model loaded in bf16), one process split over its cards by device_map
   (pipeline stages) and a figure that is the total over the GPUs; an optimizer gpucost does not model is skipped.
+* A row whose notes say ``NOT JUDGED:`` (the source document itself calls its run unrepresentative — a host it
+  says was misconfigured, a run it superseded) stays in the corpus for the record, with the source's words, but
+  is neither fitted on nor judged.
 * Decode speed: batch-1 rows per sequence; a batch row is the aggregate over the batch when its notes say
   so, else per sequence; the KV length is prompt + generated / 2. Prefill: a prompt of ``prompt_tokens``
   (else ``context``) tokens; time to first token is that prompt's prefill time.
@@ -90,8 +93,16 @@ TRAINING_ENGINES = {"transformers": "transformers", "transformers+peft": "transf
 FLASH_BY_ENGINE = {"llama.cpp": False}
 
 
+#: the notes' marker of a run its own source calls unrepresentative, with the reason after it
+NOT_JUDGED = re.compile(r"NOT JUDGED: ([^;\"]+)")
+
+
 def comparison_value(row: dict) -> tuple[float, str]:
-    """A row's measured value in its category's comparison unit (see the module docstring)."""
+    """A row's measured value in its category's comparison unit (see the module docstring); a row marked
+    ``NOT JUDGED`` has none (GpucostError with the source's reason)."""
+    m = NOT_JUDGED.search(str(row.get("notes") or ""))
+    if m:
+        raise GpucostError(f"not judged: {m.group(1).strip()}")
     cat, unit, value = str(row["category"]), str(row["unit"]), float(row["measured"])
     want = COMPARE_UNIT.get(cat)
     if want == "GiB" and unit in UNIT_TO_GIB:
@@ -273,6 +284,19 @@ def precision_of(row: dict) -> str | None:
     return None
 
 
+def grad_checkpointing_of(row: dict, fmt) -> bool:
+    """Whether a training row checkpointed activations: as stated, else the framework's default — on, but for a run
+    of the HF Trainer (transformers, PEFT's and TRL's scripts) off (``TrainingArguments.gradient_checkpointing``
+    defaults to False) unless its base is quantized: PEFT's ``prepare_model_for_kbit_training`` turns it on
+    (``use_gradient_checkpointing=True`` by default)."""
+    stated = str(row.get("grad_checkpointing") or "").strip().lower()
+    if stated and stated != "nan":
+        return stated not in ("false", "0", "no")
+    if str(row.get("engine") or "").lower() in _HF_TRAINER:
+        return fmt.family == "bitsandbytes"
+    return True
+
+
 def _training_memory(row: dict, spec, fmt, reserve_ratio: float | None = None) -> float:
     framework = engine_of(row)
     ctx, _, _ = _tokens(row)
@@ -281,7 +305,7 @@ def _training_memory(row: dict, spec, fmt, reserve_ratio: float | None = None) -
     opt = str(row.get("optimizer") or "")
     if opt and opt not in OPTIMIZERS:
         raise GpucostError(f"optimizer '{opt}' is not modelled")
-    ckpt = str(row.get("grad_checkpointing") or "true").lower() not in ("false", "0", "no")
+    ckpt = grad_checkpointing_of(row, fmt)
     offload = str(row.get("offload") or "").lower()
     if offload not in ("none", "cpu", "nvme"):
         offload = "cpu" if "cpu offload" in str(row.get("notes") or "").lower() else "none"
@@ -353,12 +377,12 @@ def _speed(row: dict, spec, fmt, catalog: Catalog, table: dict[str, EngineEffici
     if cat in ("decode_speed", "tpot"):
         kv = max(1, int(round((prompt or ctx) + gen / 2)))
         sp = speed(spec, fmt, gpu, gpus=gpus, batch=batch, context=kv, engine=engine, catalog=catalog, eff=eff,
-                   cpu_moe=cpu_moe, host_bw_gbps=host_bw, software=software_of_row(row))
+                   cpu_moe=cpu_moe, host_bw_gbps=host_bw, software=software_of_row(row), backend=backend_of(row))
         tps = sp.decode_tokens_per_s if _aggregate(row) else sp.decode_tokens_per_s_per_seq
         return tps if cat == "decode_speed" else 1000.0 / sp.decode_tokens_per_s_per_seq
     p = max(prompt or ctx, 1)
     sp = speed(spec, fmt, gpu, gpus=gpus, batch=1, context=p, engine=engine, catalog=catalog, eff=eff,
-               cpu_moe=cpu_moe, host_bw_gbps=host_bw, software=software_of_row(row))
+               cpu_moe=cpu_moe, host_bw_gbps=host_bw, software=software_of_row(row), backend=backend_of(row))
     if sp.prefill_tokens_per_s is None:
         raise GpucostError(f"{gpu.id} has no dense throughput figure")
     if cat == "prefill_speed":
