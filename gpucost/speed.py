@@ -81,6 +81,9 @@ class EngineEfficiency(Record):
     as_of: str
     notes: str
     borrowed_from: str = ""
+    #: every step time × this factor: an engine on a backend its factors were not fitted on (vLLM, SGLang on ROCm),
+    #: fitted on that backend's serving measurements (:func:`gpucost.validation.fit.fit_time_factors`); 1 elsewhere
+    time_factor: float = 1.0
 
 
 
@@ -120,7 +123,7 @@ def _efficiency_table(df) -> dict[str, EngineEfficiency]:
             if src != name and not math.isnan(vals[col]):
                 borrowed.append(f"{col} from {src}")
         out[name] = EngineEfficiency(
-            engine=name, **vals,
+            engine=name, **vals, time_factor=_f(r.get("time_factor"), 1.0),
             calibration_rows=tuple(x.strip() for x in str(r.get("calibration_rows") or "").split(";") if x.strip()),
             source=str(r.get("source") or ""), as_of=str(r.get("as_of") or ""), notes=str(r.get("notes") or ""),
             borrowed_from=", ".join(borrowed))
@@ -187,7 +190,12 @@ def engine_efficiency(engine: str, catalog: Catalog | None = None, fmt: QuantFor
     table = table if table is not None else efficiency_table(catalog)
     for key in factor_keys(engine, fmt, backend):
         if key in table:
-            return table[key]
+            eff = table[key]
+            # a kernel key fitted on CUDA rows, used on a backend whose own key holds a time factor: its times × that
+            timed = table.get(f"{engine}/{backend}")
+            if timed is not None and timed.time_factor != 1.0 and f"/{backend}" not in key:
+                eff = replace(eff, time_factor=timed.time_factor)
+            return eff
     raise UnknownNameError("engine", engine, [k for k in table if k in ENGINE_PROFILES])
 
 
@@ -364,7 +372,7 @@ def decode_step(bytes_gpu, flops_gpu, layers, bw_gbps, peak_tflops_, eff: Engine
     t_fixed = np.asarray(layers, dtype=float) * eff.layer_overhead_ms / 1e3
     t_gpu = np.maximum(t_bw, t_c) + t_fixed + comm_s
     t_host = np.asarray(layers, dtype=float) * eff.host_layer_ms / 1e3
-    t = np.maximum(t_gpu, t_host)
+    t = np.maximum(t_gpu, t_host) * eff.time_factor
     # the per-layer fixed time (kernel launches, host work) bounds a step when it exceeds the roofline time
     overhead = (t_host >= t_gpu) | (t_fixed > np.maximum(t_bw, t_c))
     bound = np.where(overhead, "host-overhead", np.where(t_c > t_bw, "compute", "memory-bandwidth"))
@@ -417,6 +425,7 @@ class StepCost:
     stages: int = 1
     hop_s: float = 0.0        # sending a micro-batch's activations to the next stage: latency
     hop_per_token_s: float = 0.0   # … and transfer per token
+    time_factor: float = 1.0  # the whole step × this (:attr:`EngineEfficiency.time_factor`)
 
     def kv_bytes(self, context: float) -> float:
         """One sequence's KV cache at ``context`` tokens [bytes], whole model."""
@@ -431,8 +440,8 @@ class StepCost:
         if self.stages > 1:   # micro-batches through the stages, one after another on each stage
             mb_dec, mb_pre = decode / self.stages, prefill / self.stages
             hop = self.hop_s + self.hop_per_token_s * (mb_dec + mb_pre)
-            return self.stages * (self._stage(mb_dec, context, mb_pre, prefill_context) + hop)
-        return self._stage(decode, context, prefill, prefill_context)
+            return self.time_factor * self.stages * (self._stage(mb_dec, context, mb_pre, prefill_context) + hop)
+        return self.time_factor * self._stage(decode, context, prefill, prefill_context)
 
     def _stage(self, decode: float, context: float, prefill: float, prefill_context: float) -> float:
         tokens = decode + prefill
@@ -495,7 +504,7 @@ def step_cost(spec: ModelSpec, fmt: QuantFormat, gpu: Gpu, *, gpus: int = 1, eng
         comm_fixed_s=2 * L * eff.allreduce_latency_ms / 1e3,
         comm_per_token_s=2 * L * RING_FACTOR * (tp - 1) / tp * spec.hidden_size * 2.0 / (link_bw * 1e9),
         stages=pp, hop_s=eff.allreduce_latency_ms / 1e3 if pp > 1 else 0.0,
-        hop_per_token_s=spec.hidden_size * 2.0 / (link_bw * 1e9) if pp > 1 else 0.0)
+        hop_per_token_s=spec.hidden_size * 2.0 / (link_bw * 1e9) if pp > 1 else 0.0, time_factor=eff.time_factor)
 
 
 def step_seconds(spec: ModelSpec, fmt: QuantFormat, gpu: Gpu, *, decode: int, context: float, prefill: int = 0,
@@ -543,8 +552,12 @@ def _speed_notes(gpu: Gpu, fmt: QuantFormat, engine: str, backend: str, eff: Eng
     notes = []
     if peak is None:
         notes.append(f"{gpu.id} has no dense {fmt.compute_dtype} figure: compute limits ignored, no prefill")
-    if eff.borrowed_from:
+    if eff.borrowed_from and eff.time_factor == 1.0:   # a time-factor key's factors are its engine's (said below)
         notes.append(f"{engine}: {eff.borrowed_from} (no calibration rows of its own)")
+    if eff.time_factor != 1.0:
+        notes.append(f"{engine} on {backend} ({gpu.vendor}): the factors fitted on CUDA (NVIDIA) rows with every step "
+                     f"time × {eff.time_factor:.2f}, the factor fitted on this backend's serving measurements "
+                     f"(data/engine_efficiency.csv, {engine}/{backend})")
     if uncalibrated:
         notes.append(f"no {engine} measurements on {backend} ({gpu.vendor}) in the calibration corpus: the factors "
                      "are fitted on CUDA (NVIDIA) rows; expect a larger error than the band says on this card")
@@ -607,9 +620,10 @@ def speed(spec: ModelSpec, fmt: QuantFormat, gpu: Gpu, *, gpus: int = DEFAULTS.g
         if cpu_moe:
             resident = weight_bytes(spec, fmt).expert_blocks * float(cpu_moe_share(_arrays(((spec, fmt),)), cpu_moe)[0])
             w_pre -= pt.passes * resident * float(active_weight_fraction(spec, context / pt.passes))
-        t_pre = pt.flops / ((pt.peak or peak) * 1e12 * eff.compute_efficiency * n_par) \
-            + (w_pre / n_par) / (bw * 1e9 * eff.bw_efficiency) \
-            + pt.layers * eff.layer_overhead_ms / 1e3 + math.ceil(context / LLAMACPP_UBATCH) * t_copy
+        t_pre = (pt.flops / ((pt.peak or peak) * 1e12 * eff.compute_efficiency * n_par)
+                 + (w_pre / n_par) / (bw * 1e9 * eff.bw_efficiency)
+                 + pt.layers * eff.layer_overhead_ms / 1e3) * eff.time_factor \
+            + math.ceil(context / LLAMACPP_UBATCH) * t_copy
         prefill = context / t_pre
     return SpeedEstimate(
         model=spec.id, quant=fmt.id, gpu=gpu.id, gpus=gpus, engine=engine, batch=batch, context=context,

@@ -170,6 +170,36 @@ def test_amd_cards_use_the_factors_fitted_on_their_backend(cat):
     assert cards == pytest.approx([amd.decode_tokens_per_s, nv.decode_tokens_per_s])
 
 
+def test_vllm_on_an_amd_card_takes_the_time_factor_fitted_on_rocm_serving_runs(cat, factors):
+    """The corpus has no single-GPU vLLM or SGLang rows on ROCm, but serving runs on MI300X and W7900: vLLM's
+    CUDA-fitted factors with every step time × the stored ROCm factor — decode, prefill, the vectorized cards
+    of page 02 and a serving step alike, on the float and the FP8 kernel paths — and the answer says so."""
+    from gpucost.speed import engine_efficiency, step_seconds
+
+    k = float(factors["vllm/rocm"]["time_factor"])
+    assert k > 1.5   # the ROCm documents ran 2-3x slower than the CUDA-fitted model
+    mi300 = gpu(cat, "mi300x")
+    s = catalog_spec("llama-3.1-8b", cat)
+    for fmt in (get_format("bf16", cat), get_format("fp8-e4m3", cat)):
+        cuda = engine_efficiency("vllm", cat, fmt, "cuda")
+        amd = speed(s, fmt, mi300, engine="vllm", context=2048, catalog=cat)
+        plain = speed(s, fmt, mi300, engine="vllm", context=2048, catalog=cat, eff=cuda)
+        assert amd.decode_tokens_per_s == pytest.approx(plain.decode_tokens_per_s / k, rel=1e-9)
+        assert amd.prefill_tokens_per_s == pytest.approx(plain.prefill_tokens_per_s / k, rel=1e-9)
+        assert any(f"× {k:.2f}" in n and "rocm" in n for n in amd.notes), amd.notes
+        assert not any("no vllm measurements on rocm" in n for n in amd.notes)
+        step = step_seconds(s, fmt, mi300, decode=32, context=2048, prefill=256, engine="vllm", catalog=cat)
+        assert step == pytest.approx(k * step_seconds(s, fmt, mi300, decode=32, context=2048, prefill=256,
+                                                      engine="vllm", catalog=cat, eff=cuda), rel=1e-9)
+    cards = decode_speed_cards(s, get_format("bf16", cat), [mi300, gpu(cat, "h100-sxm")], [1, 1], engine="vllm",
+                               catalog=cat)
+    assert cards[0] == pytest.approx(speed(s, get_format("bf16", cat), mi300, engine="vllm",
+                                           catalog=cat).decode_tokens_per_s)
+    # NVIDIA cards keep their factors
+    assert not any("×" in n for n in speed(s, get_format("bf16", cat), gpu(cat, "h100-sxm"), engine="vllm",
+                                           catalog=cat).notes)
+
+
 def test_experts_in_cpu_ram_cost_their_reads_at_the_hosts_bandwidth(cat):
     # GPT-OSS 120B, --n-cpu-moe 18 (half of its 36 MoE layers): one token uses 4 of 128 experts, so a decode
     # step reads 4/128 of those layers' expert bytes on the CPU; twice the host bandwidth halves that time

@@ -23,7 +23,7 @@ import pandas as pd
 
 from gpucost.catalog import Catalog
 from gpucost.speed import efficiency_table
-from gpucost.validation import error_bands, summary, validate
+from gpucost.validation import error_bands, summary, time_factors, validate
 from gpucost.validation.allocator import fit_reserve_ratio, reserve_pairs
 from gpucost.validation.fit import corpus_terms, factor_table, fit_factors
 
@@ -32,9 +32,12 @@ EFF = ROOT / "data" / "engine_efficiency.csv"
 BANDS = ROOT / "data" / "error_bands.csv"
 ALLOCATOR = ROOT / "data" / "allocator.csv"
 COLS = ["engine", "bw_efficiency", "layer_overhead_ms", "host_layer_ms", "compute_efficiency", "allreduce_latency_ms",
-        "mfu", "fallback", "calibration_rows", "source", "as_of", "notes"]
+        "mfu", "time_factor", "fallback", "calibration_rows", "source", "as_of", "notes"]
 SOURCE = ("fitted by tools/calibrate.py (gpucost.validation.fit) on the listed rows of data/benchmarks.csv, "
           "least absolute deviation of log(estimate / measured); the rows' own source columns name who measured them")
+
+SOURCE_TIME = ("fitted by tools/calibrate.py (gpucost.validation.fit.fit_time_factors) on the listed serving rows of "
+               "data/benchmarks.csv; the rows' own source columns name who measured them")
 
 
 def _round(v, nd=4):
@@ -75,6 +78,20 @@ def efficiency_rows(catalog: Catalog) -> pd.DataFrame:
                     "notes": f"fitted: {', '.join(fitted_cols)} on {len(rows)} rows from "
                              f"{len(f.sources)} documents ({', '.join(f.sources)}); the other factors from "
                              f"{'its parent key' if '/' in key else 'vLLM'}"})
+    # an engine on a backend its factors were not fitted on: its CUDA factors, every step time × a factor fitted on
+    # that backend's serving runs (gpucost.validation.fit.fit_time_factors)
+    for key, tf in sorted(time_factors(catalog).items()):
+        if key in table:
+            continue
+        engine = key.split("/")[0]
+        docs = {s: sum(bench.at[r, "source_id"] == s for r in tf.rows) for s in tf.sources}
+        out.append({"engine": key, "time_factor": tf.time_factor, "fallback": engine,
+                    "calibration_rows": ";".join(tf.rows), "source": SOURCE_TIME,
+                    "as_of": str(max(bench.loc[list(tf.rows), "as_of"].astype(str))),
+                    "notes": f"{engine}'s factors (fitted on CUDA rows) with every step time × {tf.time_factor}: the "
+                             f"median over {len(docs)} documents of each one's median estimate / measured output "
+                             f"tokens/s of serving runs on {key.split('/')[1]} ("
+                             + ", ".join(f"{d} {n} rows" for d, n in docs.items()) + ")"})
     train = stored.loc["training"]
     out.append({"engine": "training", "mfu": train["mfu"], "calibration_rows": train["calibration_rows"],
                 "source": train["source"], "as_of": train["as_of"], "notes": train["notes"]})

@@ -511,7 +511,8 @@ def _replay_row(row: dict, spec, fmt, catalog: Catalog, table: dict[str, EngineE
     longest = max(r.prompt + r.output for r in requests)
     pp = _pipeline_stages(row)
     key = (spec.id, fmt.id, gpu.id, per, pp, engine, kv_dtype, sched, tuple(requests), clients,
-           (eff.bw_efficiency, eff.layer_overhead_ms, eff.host_layer_ms, eff.compute_efficiency, eff.allreduce_latency_ms),
+           (eff.bw_efficiency, eff.layer_overhead_ms, eff.host_layer_ms, eff.compute_efficiency, eff.allreduce_latency_ms,
+            eff.time_factor),
            _stated_fraction(row, ENGINE_PROFILES[engine].preallocate))
     if key not in _REPLAYS:
         per_seq, pool = kv_capacity(spec, fmt, gpu, context=longest, prompt=max(r.prompt for r in requests),

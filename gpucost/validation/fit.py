@@ -289,7 +289,9 @@ def factor_table(fitted: dict[str, Fitted], base: dict[str, EngineEfficiency]) -
     pooled = fitted["all"].compute_efficiency if "all" in fitted else None
     global_c: float = pooled if pooled is not None else DEFAULT["compute_efficiency"]
     template = base.get(FALLBACK_ENGINE) or next(iter(base.values()))
-    out = dict(base)
+    # a stored time-factor key (vllm/rocm) was fitted on serving rows, maybe of the document being judged:
+    # :func:`with_time_factors` adds it back, fitted without that document
+    out = {k: v for k, v in base.items() if v.time_factor == 1.0}
     for key in sorted(fitted, key=lambda k: (k.count("/"), k)):
         if key == "all":
             continue
@@ -312,6 +314,80 @@ def factor_table(fitted: dict[str, Fitted], base: dict[str, EngineEfficiency]) -
             src = out.get(FALLBACK_ENGINE, template)
             out[engine] = replace(src, engine=engine, calibration_rows=(), host_layer_ms=0.0,
                                   borrowed_from=f"all factors from {FALLBACK_ENGINE} (no rows of its own)")
+    return out
+
+
+# --------------------------------------------------------------------------------------------------
+# Time factors: an engine on a backend its factors were not fitted on
+# --------------------------------------------------------------------------------------------------
+
+#: engines that get a time factor on a backend other than CUDA: the serving engines, whose factors are fitted on
+#: CUDA rows only (the corpus has no single-GPU decode or prefill rows of vLLM or SGLang on ROCm to fit a key on,
+#: but eight documents of their serving runs on AMD cards — every one slower than the CUDA-fitted step model,
+#: 1.2–3.2× at the document's median: issue 25)
+TIME_ENGINES = ("vllm", "sglang", "tensorrt-llm")
+#: a time factor is fitted on at least this many documents (else the CUDA factors stand, with the page's warning)
+MIN_TIME_DOCUMENTS = 2
+
+
+def time_key(engine: str, backend: str) -> str | None:
+    """The key whose time factor scales ``engine``'s steps on ``backend`` (``vllm/rocm``); None on CUDA or for an
+    engine outside :data:`TIME_ENGINES`."""
+    if engine not in TIME_ENGINES or not backend or backend == "cuda":
+        return None
+    return f"{engine}/{backend}"
+
+
+def time_key_of(row: dict) -> str | None:
+    """:func:`time_key` of a corpus row (None where its engine is not modelled)."""
+    try:
+        return time_key(engine_of(row), backend_of(row))
+    except GpucostError:
+        return None
+
+
+@dataclass(frozen=True)
+class TimeFit:
+    """A key's time factor and what it was fitted on."""
+
+    key: str
+    time_factor: float
+    rows: tuple[str, ...]
+    sources: tuple[str, ...]
+
+
+def fit_time_factors(ratios: Iterable[tuple[str, str, str, float]],
+                     exclude_source: str | None = None) -> dict[str, TimeFit]:
+    """Time factors from ``(key, source document, row id, estimate ÷ measured)`` of serving-throughput rows
+    estimated with the CUDA factors: per key, exp of the median over documents of each document's median
+    log ratio (the allocator's reserve ratio is fitted the same way: one large document does not outvote the
+    others), on at least :data:`MIN_TIME_DOCUMENTS` documents other than ``exclude_source``. Every step time
+    scales by the factor, so a throughput estimate divides by it exactly (a replay's schedule depends on token
+    counts, not on time: ``tests/test_validation.py``)."""
+    by: dict[str, dict[str, list[tuple[str, float]]]] = defaultdict(lambda: defaultdict(list))
+    for key, src, rid, r in ratios:
+        if src != exclude_source and r > 0 and math.isfinite(r):
+            by[key][src].append((rid, r))
+    out = {}
+    for key, docs in sorted(by.items()):
+        if len(docs) < MIN_TIME_DOCUMENTS:
+            continue
+        med = float(np.median([np.median([math.log(r) for _, r in rows]) for rows in docs.values()]))
+        out[key] = TimeFit(key, round(math.exp(med), 3), tuple(rid for rows in docs.values() for rid, _ in rows),
+                           tuple(sorted(docs)))
+    return out
+
+
+def with_time_factors(table: dict[str, EngineEfficiency], fits: dict[str, TimeFit]) -> dict[str, EngineEfficiency]:
+    """``table`` with each time factor's key: the engine's (CUDA) factors, every step time × the factor
+    (:func:`gpucost.speed.engine_efficiency` applies it to the engine's kernel keys on that backend too). A key
+    fitted on the backend's own speed rows keeps its factors."""
+    out = dict(table)
+    for key, f in fits.items():
+        engine = key.split("/")[0]
+        if key in table or engine not in table:
+            continue
+        out[key] = replace(table[engine], engine=key, time_factor=f.time_factor, calibration_rows=f.rows)
     return out
 
 
