@@ -370,3 +370,23 @@ def test_a_higher_prefix_cache_hit_rate_never_raises_the_bill(cat, load, hit, mo
     if low.monthly_cost and high.monthly_cost:
         assert high.monthly_cost["cloud"] <= low.monthly_cost["cloud"] + 1e-9
         assert high.apis[0]["monthly_cost"] <= low.apis[0]["monthly_cost"] + 1e-9
+
+
+def test_a_plan_on_an_amd_card_says_its_steps_take_the_rocm_time_factor(cat):
+    """vLLM on an MI300X: every step takes the stored ROCm time factor × the CUDA-fitted time (the ROCm serving
+    documents ran that much slower), and the plan says so in both languages; an NVIDIA card's plan does not."""
+    import csv
+
+    from gpucost.i18n import localize
+    from tests.conftest import DATA
+
+    with open(DATA / "engine_efficiency.csv", encoding="utf-8") as fh:
+        k = float({r["engine"]: r for r in csv.DictReader(fh)}["vllm/rocm"]["time_factor"])
+    amd = _plan(cat, Load(2, 512, 256), card="mi300x", engine="vllm")
+    en = [localize(n, "en") for n in amd.notes]
+    assert any(f"{k:.2f}×" in n and "rocm" in n for n in en), en
+    assert any(f"{k:.2f}" in localize(n, "zh") and "rocm" in localize(n, "zh") for n in amd.notes)
+    nv = _plan(cat, Load(2, 512, 256), card="h100-sxm", engine="vllm")
+    assert not any("×" in localize(n, "en") for n in nv.notes)
+    rec = run_cli("serve", "--model", "llama-3.1-8b", "--gpu", "mi300x", "--engine", "vllm", "--json")
+    assert rec.returncode == 0 and any(f"{k:.2f}×" in n for n in json.loads(rec.stdout)["notes"])
