@@ -323,8 +323,8 @@ def factor_table(fitted: dict[str, Fitted], base: dict[str, EngineEfficiency]) -
 
 #: engines that get a time factor on a backend other than CUDA: the serving engines, whose factors are fitted on
 #: CUDA rows only (the corpus has no single-GPU decode or prefill rows of vLLM or SGLang on ROCm to fit a key on,
-#: but eight documents of their serving runs on AMD cards — every one slower than the CUDA-fitted step model,
-#: 1.2–3.2× at the document's median: issue 25)
+#: but nine documents of their serving runs on AMD cards — eight slower than the CUDA-fitted step model, 1.2–3.2× at
+#: the document's median, the newest (vLLM 0.20, 2026) faster: issue 25)
 TIME_ENGINES = ("vllm", "sglang", "tensorrt-llm")
 #: a time factor is fitted on at least this many documents (else the CUDA factors stand, with the page's warning)
 MIN_TIME_DOCUMENTS = 2
