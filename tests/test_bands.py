@@ -36,8 +36,8 @@ def test_fit_json_carries_the_band_of_its_engine(bands):
 
 
 def test_an_engine_without_enough_rows_gets_the_band_of_all_engines(bands):
-    d = _fit("--model", "llama-3.1-8b", "--quant", "q4_k_m", "--engine", "llama.cpp", "--gpu", "rtx-4090")
-    assert ("inference_memory", "llama.cpp") not in bands            # 3 rows: too few for a band of its own
+    d = _fit("--model", "llama-3.1-8b", "--quant", "bf16", "--engine", "sglang", "--gpu", "rtx-4090")
+    assert ("inference_memory", "sglang") not in bands               # 1 row: too few for a band of its own
     assert d["band"]["per_gpu_gib"]["engine"] == "*"
 
 

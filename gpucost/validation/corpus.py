@@ -310,6 +310,10 @@ def _training_memory(row: dict, spec, fmt, reserve_ratio: float | None = None) -
     if offload not in ("none", "cpu", "nvme"):
         offload = "cpu" if "cpu offload" in str(row.get("notes") or "").lower() else "none"
     zero = _int(row.get("zero_stage"), 0)
+    if str(row.get("mode") or "full") == "full" and number(row.get("num_gpus")) is None:
+        # a full fine-tune's states are what a multi-GPU launch shares over its cards: without the count there is
+        # no per-GPU figure to compare (a LoRA run with no count stated is one card's)
+        raise GpucostError("a full fine-tune's GPU count is not stated")
     gpus = _int(row.get("num_gpus"), 1)
     # one process that splits the layers over its cards (device_map, naive model parallel): pipeline stages; data
     # parallel replicas that each split one copy over N of the cards: N stages per replica
