@@ -32,9 +32,12 @@ from gpucost.serialize import Record
 #: rather than a gated one (gate, up, down): StarCoder2 (config "mlp_type": "default", c_fc/c_proj),
 #: GPT-2/BigCode, Phi-1/2 (fc1/fc2). Every other family in the catalog uses a gated MLP
 #: (SwiGLU/GeGLU: gate_proj, up_proj, down_proj) — transformers modeling_<family>.py.
-UNGATED_MLP_FAMILIES = frozenset({"starcoder2", "gpt2", "gpt_bigcode", "phi", "gpt_neox", "opt"})
-#: families with biases on the q/k/v projections (transformers modeling_qwen2.py: bias=True on q,k,v)
-QKV_BIAS_FAMILIES = frozenset({"qwen2", "qwen2_moe", "starcoder2"})
+#: Falcon (modeling_falcon.py FalconMLP: dense_h_to_4h, GELU, dense_4h_to_h, no biases: its count is then 4,544 short,
+#: the final LayerNorm's bias) is one too
+UNGATED_MLP_FAMILIES = frozenset({"starcoder2", "gpt2", "gpt_bigcode", "phi", "gpt_neox", "opt", "falcon"})
+#: families with biases on the q/k/v projections (transformers modeling_qwen2.py: bias=True on q,k,v; ChatGLM2/3 and
+#: GLM-4's config ``add_qkv_bias: true`` on their fused query_key_value, modeling_chatglm.py)
+QKV_BIAS_FAMILIES = frozenset({"qwen2", "qwen2_moe", "starcoder2", "chatglm"})
 #: families with per-head RMSNorm on queries and keys (transformers modeling_qwen3.py, modeling_gemma3.py)
 QK_NORM_FAMILIES = frozenset({"qwen3", "qwen3_moe", "gemma3", "gemma3_text"})
 #: RMSNorm/LayerNorm vectors per decoder layer: 2 (pre-attention, pre-MLP) for most; Gemma 2/3 add a

@@ -276,3 +276,13 @@ def test_page_02_takes_a_hugging_face_repo_id_read_in_memory(tmp_path, monkeypat
     page.hub.value = "acme/other-model"   # the Hub gone: one line, quickly
     assert "cannot be reached" in page.config_msg.value or "unreachable" in page.config_msg.value
     assert sorted(str(p) for p in Path(home).rglob("*")) == before   # no cache, no file
+
+
+def test_chatglm_qkv_biases_and_falcons_plain_mlp_count_exactly(cat):
+    """Published totals, printed by their users: ChatGLM3-6B's num_parameters() 6,243,584,000 (q/k/v biases on its
+    fused query_key_value, add_qkv_bias), GLM-4-9B-Chat's 9,399,951,360; Falcon-7B's two-matrix GELU MLP without
+    biases and its tied head, 6,921,720,704 (the checkpoint's 7,217,189,760 stores the tied head twice) — gpucost's
+    count leaves out only Falcon's final LayerNorm bias (4,544)."""
+    assert count_parameters(catalog_spec("chatglm3-6b", cat))[0] == 6_243_584_000
+    assert count_parameters(catalog_spec("glm-4-9b", cat))[0] == 9_399_951_360
+    assert count_parameters(catalog_spec("falcon-7b", cat))[0] == 6_921_720_704 - 4_544
