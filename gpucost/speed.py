@@ -31,6 +31,7 @@ import numpy as np
 
 from gpucost.catalog import Catalog, derived
 from gpucost.errors import GpucostError, UnknownNameError
+from gpucost.i18n import Message
 from gpucost.kernel_paths import (
     CURRENT,
     Software,
@@ -549,18 +550,16 @@ def _check_speed_inputs(spec: ModelSpec, gpu: Gpu, gpus, batch, context, engine:
 
 def _speed_notes(gpu: Gpu, fmt: QuantFormat, engine: str, backend: str, eff: EngineEfficiency,
                  peak: float | None, uncalibrated: bool) -> list[str]:
-    notes = []
+    notes: list[str] = []
     if peak is None:
-        notes.append(f"{gpu.id} has no dense {fmt.compute_dtype} figure: compute limits ignored, no prefill")
+        notes.append(Message("sp_note_no_peak", gpu=gpu.id, dtype=fmt.compute_dtype))
     if eff.borrowed_from and eff.time_factor == 1.0:   # a time-factor key's factors are its engine's (said below)
-        notes.append(f"{engine}: {eff.borrowed_from} (no calibration rows of its own)")
+        notes.append(Message("sp_note_borrowed", engine=engine, borrowed=eff.borrowed_from))
     if eff.time_factor != 1.0:
-        notes.append(f"{engine} on {backend} ({gpu.vendor}): the factors fitted on CUDA (NVIDIA) rows with every step "
-                     f"time × {eff.time_factor:.2f}, the factor fitted on this backend's serving measurements "
-                     f"(data/engine_efficiency.csv, {engine}/{backend})")
+        notes.append(Message("sp_note_time_factor", engine=engine, backend=backend, vendor=gpu.vendor,
+                             k=f"{eff.time_factor:.2f}"))
     if uncalibrated:
-        notes.append(f"no {engine} measurements on {backend} ({gpu.vendor}) in the calibration corpus: the factors "
-                     "are fitted on CUDA (NVIDIA) rows; expect a larger error than the band says on this card")
+        notes.append(Message("sp_note_uncalibrated", engine=engine, backend=backend, vendor=gpu.vendor))
     return notes
 
 

@@ -174,6 +174,7 @@ def test_vllm_on_an_amd_card_takes_the_time_factor_fitted_on_rocm_serving_runs(c
     """The corpus has no single-GPU vLLM or SGLang rows on ROCm, but serving runs on MI300X and W7900: vLLM's
     CUDA-fitted factors with every step time × the stored ROCm factor — decode, prefill, the vectorized cards
     of page 02 and a serving step alike, on the float and the FP8 kernel paths — and the answer says so."""
+    from gpucost.i18n import localize
     from gpucost.speed import engine_efficiency, step_seconds
 
     k = float(factors["vllm/rocm"]["time_factor"])
@@ -187,6 +188,7 @@ def test_vllm_on_an_amd_card_takes_the_time_factor_fitted_on_rocm_serving_runs(c
         assert amd.decode_tokens_per_s == pytest.approx(plain.decode_tokens_per_s / k, rel=1e-9)
         assert amd.prefill_tokens_per_s == pytest.approx(plain.prefill_tokens_per_s / k, rel=1e-9)
         assert any(f"× {k:.2f}" in n and "rocm" in n for n in amd.notes), amd.notes
+        assert any(f"乘以 {k:.2f}" in localize(n, "zh") for n in amd.notes)   # page 02 in Chinese
         assert not any("no vllm measurements on rocm" in n for n in amd.notes)
         step = step_seconds(s, fmt, mi300, decode=32, context=2048, prefill=256, engine="vllm", catalog=cat)
         assert step == pytest.approx(k * step_seconds(s, fmt, mi300, decode=32, context=2048, prefill=256,
