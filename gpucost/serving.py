@@ -51,7 +51,7 @@ from gpucost.records import Gpu
 from gpucost.scheduling import Scheduler, scheduler
 from gpucost.serialize import Record
 from gpucost.specs import SPECS
-from gpucost.speed import EngineEfficiency, default_backend, engine_efficiency, key_backend, speed, step_cost
+from gpucost.speed import EngineEfficiency, card_efficiency, default_backend, speed, step_cost
 from gpucost.units import HOURS_PER_MONTH
 
 #: batch sizes tried for the operating point (and the largest that fits memory)
@@ -564,10 +564,10 @@ def plan_serving(spec: ModelSpec, fmt: QuantFormat, gpu: Gpu, load: Load, *, gpu
     _check_stat(ttft_stat)
     catalog = catalog or Catalog()
     notes: list = [Message("sv_note_queue" if ttft_stat == "mean" else "sv_note_queue_pct", pct=ttft_stat[1:])]
-    backend = default_backend(gpu)
-    eff = engine_efficiency(engine, catalog, fmt, key_backend(engine, backend, gpu))
+    eff = card_efficiency(engine, gpu, fmt, catalog)
     if eff.time_factor != 1.0:
-        notes.append(Message("sv_note_time_factor", engine=engine, backend=backend, k=f"{eff.time_factor:.2f}"))
+        notes.append(Message("sv_note_time_factor", engine=engine, backend=default_backend(gpu),
+                             k=f"{eff.time_factor:.2f}"))
     per_seq, pool = _kv(spec, fmt, gpu, gpus, engine, kv_dtype, load)
     max_conc = _whole(per_seq, pool)
     point = None

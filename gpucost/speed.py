@@ -204,6 +204,13 @@ def engine_efficiency(engine: str, catalog: Catalog | None = None, fmt: QuantFor
 # GPU figures
 # --------------------------------------------------------------------------------------------------
 
+def card_efficiency(engine: str, gpu: Gpu, fmt: QuantFormat | None = None, catalog: Catalog | None = None,
+                    backend: str | None = None) -> EngineEfficiency:
+    """:func:`engine_efficiency` of ``engine`` on ``gpu``: its ``backend`` (default: the card vendor's) and card class
+    (:func:`key_backend`) — the factors speed(), a serving step and a serving plan all take."""
+    return engine_efficiency(engine, catalog, fmt, key_backend(engine, backend or default_backend(gpu), gpu))
+
+
 def peak_tflops(gpu: Gpu, fmt: QuantFormat, engine: str | None = None) -> float | None:
     """Dense tensor throughput [TFLOPS] a format computes at on this card: FP8 formats at FP8 where the card
     has FP8 tensor cores, weight-only formats dequantize to 16-bit, fp32 at fp32 (:meth:`Gpu.tflops`); an
@@ -467,7 +474,7 @@ def step_cost(spec: ModelSpec, fmt: QuantFormat, gpu: Gpu, *, gpus: int = 1, eng
         raise GpucostError(f"{gpus} cards do not split into {pp} pipeline stages")
     tp = gpus // pp
     _check_speed_inputs(spec, gpu, tp, 1, 1, engine, "tensor")
-    eff = eff or engine_efficiency(engine, catalog, fmt, key_backend(engine, default_backend(gpu), gpu))
+    eff = eff or card_efficiency(engine, gpu, fmt, catalog)
     wb = weight_bytes(spec, fmt)
     expert = wb.expert_blocks if spec.is_moe else 0.0
     # the kernel path's own bytes and per-layer time as speed() takes them for one token a sequence (only a
@@ -578,7 +585,7 @@ def speed(spec: ModelSpec, fmt: QuantFormat, gpu: Gpu, *, gpus: int = DEFAULTS.g
     backend = backend or default_backend(gpu)
     uncalibrated = eff is None and backend != "cuda" and not any(
         f"/{backend}" in k for k in factor_keys(engine, fmt, backend) if k in efficiency_table(catalog))
-    eff = eff or engine_efficiency(engine, catalog, fmt, key_backend(engine, backend, gpu))
+    eff = eff or card_efficiency(engine, gpu, fmt, catalog, backend)
     bw = gpu.mem_bandwidth_gbps
     peak = peak_tflops(gpu, fmt, engine)
     notes = _speed_notes(gpu, fmt, engine, backend, eff, peak, uncalibrated)
