@@ -78,15 +78,23 @@ def memory_band(est, catalog: Catalog | None = None) -> dict | None:
 def fit_verdict(fit, est, catalog: Catalog | None = None) -> dict:
     """Whether a card holds the setup with room to spare or only inside the error band
     (``fit``: :class:`gpucost.memory.CardFit`): spare memory [GiB] on each of ``min_gpus`` cards, the
-    need at the band's high end (and at its p90), and the verdict (fits | within_band | no) with its sentence."""
+    need at the band's high end (and at its p90), and the verdict (fits | within_band | no) with its sentence. A
+    training run whose need (allocated peak and CUDA context) fits but not the allocator's whole cache is
+    ``within_band``: negative spare, and a sentence that says so."""
     b = band(memory_category(est.setup.mode), est.setup.engine, catalog)
     if fit.min_gpus is None or fit.per_gpu_gib is None:
         return {"verdict": "no", "spare_gib": None, "need_p90_gib": None, "need_high_gib": None, "message": ""}
     spare = fit.usable_gib - fit.per_gpu_gib
     high = fit.per_gpu_gib * (b.high if b else 1.0)
     tight = b is not None and high > fit.usable_gib
-    msg = Message("band_tight" if tight else "band_fits", spare=f"{spare:.1f}", high=f"{high:.1f}",
-                  usable=f"{fit.usable_gib:.1f}", n=fit.min_gpus)
+    if spare < 0:  # a training run whose need fits but not the allocator's whole cache (memory.min_gpus' rule)
+        tight = True
+        need = fit.need_gib if fit.need_gib is not None else fit.per_gpu_gib
+        msg = Message("band_cache", n=fit.min_gpus, need=f"{need:.1f}", total=f"{fit.per_gpu_gib:.1f}",
+                      usable=f"{fit.usable_gib:.1f}")
+    else:
+        msg = Message("band_tight" if tight else "band_fits", spare=f"{spare:.1f}", high=f"{high:.1f}",
+                      usable=f"{fit.usable_gib:.1f}", n=fit.min_gpus)
     return {"verdict": "within_band" if tight else "fits", "spare_gib": spare,
             "need_p90_gib": fit.per_gpu_gib * (b.p90 if b else 1.0), "need_high_gib": high, "message": msg}
 

@@ -102,10 +102,12 @@ def fit_matrix(catalog: Catalog, setup: Setup, cards: pd.DataFrame | None = None
             trainable = np.repeat(_lora_counts(specs, s.lora_rank, s.lora_targets), F)[:, None]
         quantized = np.tile(np.array([f.is_quantized for f in fmts]), M)[:, None]
         total = _training_total(a2, s, trainable, quantized)
-        # cards share a handful of memory sizes: bisect once per distinct size, then map back to the cards
+        # cards share a handful of memory sizes: bisect once per distinct size, then map back to the cards; a card
+        # must hold the need (without the allocator's cache, memory.min_gpus' rule)
         sizes, card_size = np.unique(np.asarray(cards["vram_gib"], dtype=float), return_inverse=True)
         top = _training_top(s, DEFAULTS.max_gpus)
-        min_g = _bisect_min(total, sizes[None, :] * GIB, top)[:, card_size].reshape(M, F, len(cards))
+        need = _training_total(a2, s, trainable, quantized, need=True)
+        min_g = _bisect_min(need, sizes[None, :] * GIB, top)[:, card_size].reshape(M, F, len(cards))
         one = np.asarray(total(1.0), dtype=float).reshape(M, F) / GIB
         counts: tuple[int, ...] = (1, top)
     else:

@@ -22,7 +22,10 @@ section 3.1: 2Ψ fp16 weights + 2Ψ fp16 gradients + KΨ optimizer states, K = 1
 copy, momentum and variance; ZeRO stage 1 divides the K term by N, stage 2 also the gradients, stage 3
 also the weights), activations per micro-batch (:func:`training_activation_bytes`), LoRA/QLoRA; ``overhead`` is
 the CUDA context and what PyTorch's caching allocator reserves above the allocated peak
-(:func:`gpucost.memory_training.reserve_ratio`): the card must hold the reserved figure.
+(:func:`gpucost.memory_training.reserve_ratio`). A card must hold the allocated peak, the least reserve runs keep
+(:func:`gpucost.memory_training.reserve_floor`) and the CUDA context (:attr:`Estimate.need_gib`); the rest of the
+reserve is cached blocks the allocator gives back when the card is full (:meth:`Estimate.reserved_on`): a card
+that holds the need but not the whole reserve is a tight fit.
 """
 
 from __future__ import annotations
@@ -138,6 +141,8 @@ class Setup:
     loss_kernel: str | None = None   # training: a fused loss that keeps no logits (LOSS_KERNELS); None: the framework's
     #: training: the caching allocator's reserved ÷ allocated peak (None: data/allocator.csv's)
     reserve_ratio: float | None = None
+    #: training: the least reserved ÷ allocated a run keeps when the card is full (None: data/allocator.csv's p10)
+    reserve_floor: float | None = None
     #: training: LoRA dropout probability (None: the framework's default, data/training_profiles.csv lora_dropout)
     lora_dropout: float | None = None
     #: training: mixed (16-bit weights and gradients, fp32 master and optimizer states), bf16 (everything bf16: a
@@ -179,6 +184,8 @@ class Estimate(Record):
     terms: tuple[tuple[str, float], ...] = ()
     #: training: what the caching allocator reserves above the allocated peak, per GPU [GiB] (in ``per_gpu.overhead``)
     reserve_gib: float = 0.0
+    #: training: the part of that reserve the allocator keeps when the card is full [GiB] (Setup.reserve_floor)
+    reserve_kept_gib: float = 0.0
 
     @property
     def dominant_term(self) -> str | None:
@@ -200,6 +207,21 @@ class Estimate(Record):
         """The allocated peak (per GPU): torch.cuda.max_memory_allocated — the engine's figure less what the caching
         allocator reserves above it (training; the same as :attr:`engine_gib` for inference)."""
         return self.engine_gib - self.reserve_gib
+
+    @property
+    def need_gib(self) -> float:
+        """What a card must hold for the run to go on (per GPU): the allocated peak, the part of the allocator's
+        reserve it keeps when the card is full (:attr:`reserve_kept_gib`) and the CUDA context (training; the total
+        for inference)."""
+        return self.per_gpu.total - self.reserve_gib + self.reserve_kept_gib
+
+    def reserved_on(self, vram_gib: float) -> float:
+        """The engine's reserved peak on a card of ``vram_gib`` GiB (torch.cuda.max_memory_reserved): the estimate
+        (:attr:`engine_gib`) where the card has room for it; on a smaller card it stops at the card less the CUDA
+        context, never below the need less the context — when cudaMalloc fails, PyTorch's caching allocator frees
+        its unused cached segments and retries (c10/cuda/CUDACachingAllocator.cpp, DeviceCachingAllocator::malloc:
+        release_available_cached_blocks, then release_cached_blocks) instead of failing."""
+        return max(self.need_gib - CUDA_CONTEXT_GIB, min(self.engine_gib, vram_gib - CUDA_CONTEXT_GIB))
 
     def to_dict(self) -> dict:
         s = self.setup
@@ -227,6 +249,8 @@ class CardFit(Record):
     per_gpu_gib: float | None
     #: what nvidia-smi will show on each card [GiB]: the need, or a pre-allocating engine's share
     occupied_gib: float | None = None
+    #: what each card must hold [GiB]: ``per_gpu_gib`` less the allocator's reserve (training; the same for inference)
+    need_gib: float | None = None
 
 
 
@@ -562,11 +586,13 @@ def estimate(spec: ModelSpec, fmt: QuantFormat, setup: Setup | None = None, **kw
     return Estimate(model=spec.id, quant=fmt.id, setup=s, per_gpu=bd, cpu_gib=float(b["cpu"].reshape(-1)[0]) / GIB,
                     nvme_gib=float(b["nvme"].reshape(-1)[0]) / GIB, weights_file_gib=weights_file_gib(spec, fmt),
                     trainable_params=float(trainable), notes=tuple(notes), terms=terms if s.is_training else (),
-                    reserve_gib=float(b["reserve"].reshape(-1)[0]) / GIB if s.is_training else 0.0)
+                    reserve_gib=float(b["reserve"].reshape(-1)[0]) / GIB if s.is_training else 0.0,
+                    reserve_kept_gib=float(b["kept"].reshape(-1)[0]) / GIB if s.is_training else 0.0)
 
 
-def _per_gpu_totals(spec: ModelSpec, fmt: QuantFormat, s: Setup, counts) -> np.ndarray:
-    """Per-GPU total bytes for each GPU count in ``counts`` (inf where the count is not valid)."""
+def _per_gpu_totals(spec: ModelSpec, fmt: QuantFormat, s: Setup, counts, need: bool = False) -> np.ndarray:
+    """Per-GPU total bytes for each GPU count in ``counts`` (inf where the count is not valid); ``need``: a training
+    run's without the allocator reserve it gives back when the card is full (:attr:`Estimate.need_gib`)."""
     a = _arrays(((spec, fmt),))
     N = np.asarray(counts, dtype=float)
     if s.is_training:
@@ -575,6 +601,8 @@ def _per_gpu_totals(spec: ModelSpec, fmt: QuantFormat, s: Setup, counts) -> np.n
     else:
         b = _inference_bytes(a, N, s, ENGINE_PROFILES[s.engine])
     tot = sum(b[k] for k in ("weights", "kv_cache", "activations", "gradients", "optimizer", "overhead"))
+    if need and s.is_training:
+        tot = tot - b["reserve"] + b["kept"]
     tot = np.asarray(tot, dtype=float).reshape(-1)
     if not s.is_training and (s.parallel or ENGINE_PROFILES[s.engine].parallel) == "tensor" and spec.is_llm:
         tot = np.where(spec.num_attention_heads % N == 0, tot, np.inf)
@@ -648,11 +676,13 @@ def _bisect_min(total_at, usable, top: int):
     return np.where(ok1, 1, np.where(okt, hi, 0)).astype(int)
 
 
-def _training_total(a: dict, s: Setup, trainable, quantized) -> Callable:
-    """N (data-parallel ranks, array) → per-GPU total bytes of a training setup."""
+def _training_total(a: dict, s: Setup, trainable, quantized, need: bool = False) -> Callable:
+    """N (data-parallel ranks, array) → per-GPU total bytes of a training setup (``need``: without the allocator's
+    reserve — what a card must hold, :attr:`Estimate.need_gib`)."""
     def total(N):
         b = training_bytes(a, N, s, trainable, quantized)
-        return sum(b[k] for k in ("weights", "kv_cache", "activations", "gradients", "optimizer", "overhead"))
+        tot = sum(b[k] for k in ("weights", "kv_cache", "activations", "gradients", "optimizer", "overhead"))
+        return tot - b["reserve"] + b["kept"] if need else tot
     return total
 
 
@@ -666,7 +696,8 @@ def min_gpus(spec: ModelSpec, fmt: QuantFormat, setup: Setup, vram_gib: float, *
     """The fewest cards of ``vram_gib`` that hold ``setup`` and the per-GPU memory there [GiB].
 
     Training: a multiple of tensor × pipeline parallel, exact up to ``max_gpus`` (ZeRO shards the model
-    states over the data-parallel ranks; without ZeRO every rank holds everything). Inference: the
+    states over the data-parallel ranks; without ZeRO every rank holds everything), on which the need
+    (:attr:`Estimate.need_gib`) fits; the per-GPU figure is the total with the allocator's reserve. Inference: the
     counts of :data:`INFERENCE_GPU_COUNTS` the engine can split over. None when no count fits; the
     per-GPU figure is then the one on the most cards tried."""
     s = check_setup(spec, fmt, setup)
@@ -681,7 +712,8 @@ def min_gpus(spec: ModelSpec, fmt: QuantFormat, setup: Setup, vram_gib: float, *
     trainable = spec.params_total if s.mode == "full" else lora_trainable_params(spec, s.lora_rank, s.lora_targets)
     total = _training_total(a, s, trainable, fmt.is_quantized)
     top = _training_top(s, max_gpus)
-    k = int(_bisect_min(total, usable * GIB, top).reshape(-1)[0])
+    # a card must hold the need; the allocator gives back its cache above it when the card is full
+    k = int(_bisect_min(_training_total(a, s, trainable, fmt.is_quantized, need=True), usable * GIB, top).reshape(-1)[0])
     at = k if k else top
     return (k * s.model_parallel if k else None), float(np.asarray(total(float(at))).reshape(-1)[0] / GIB)
 
@@ -690,6 +722,11 @@ def card_fits(spec: ModelSpec, fmt: QuantFormat, setup: Setup, cards: pd.DataFra
     """For each card: the fewest cards that hold the setup (:func:`min_gpus`' rule), and why not."""
     s = check_setup(spec, fmt, setup)
     one = float(_per_gpu_totals(spec, fmt, replace(s, gpus=s.model_parallel), (s.model_parallel,))[0] / GIB)
+    need_one = float(_per_gpu_totals(spec, fmt, replace(s, gpus=s.model_parallel), (s.model_parallel,),
+                                     need=True)[0] / GIB)
+    # training: a card holds the run when it holds the need; the figures named are the total with the allocator's
+    # cache, and the need where the two differ
+    needs = f"{one:.1f} GiB" + (f" ({need_one:.1f} without the allocator's cache it gives back when the card is full)" if need_one < one - 0.05 else "")
     out = []
     for r in cards.to_dict(orient="records"):
         vram = float(r["vram_gib"])
@@ -697,22 +734,29 @@ def card_fits(spec: ModelSpec, fmt: QuantFormat, setup: Setup, cards: pd.DataFra
         cc = r.get("compute_capability")
         caveat = check_format_for_gpu(fmt, None if cc is None or cc != cc else float(cc), str(r["vendor"]))
         n, per = min_gpus(spec, fmt, s, vram)
+        need = None if n is None else (
+            float(_per_gpu_totals(spec, fmt, s, (n,), need=True)[0] / GIB) if s.is_training else per)
         if n is None and s.is_training and s.zero == 0:
-            reason = (f"needs {one:.1f} GiB, more than {usable:.1f} GiB; ZeRO stage 0 keeps a full copy on every "
+            reason = (f"needs {needs}, more than {usable:.1f} GiB; ZeRO stage 0 keeps a full copy on every "
                       "GPU (use --zero 1-3 to spread it)")
         elif n is None:
             top = DEFAULTS.max_gpus if s.is_training else INFERENCE_GPU_COUNTS[-1]
-            reason = f"needs {one:.1f} GiB on one card; no count up to {top} brings it under {usable:.1f} GiB"
+            reason = f"needs {needs} on one card; no count up to {top} brings it under {usable:.1f} GiB"
         elif n > 1:
-            reason = f"needs {one:.1f} GiB on one card, {per:.1f} GiB each on {n}"
+            reason = f"needs {needs} on one card, {per:.1f} GiB each on {n}"
         else:
             reason = f"{one:.1f} of {usable:.1f} GiB"
+        if need is not None and per > usable:
+            reason += (f"; the allocator's cache does not fit in full: {need:.1f} GiB without the part it gives back, "
+                       "which the card holds (PyTorch frees cached blocks and retries when the card is full)")
         if caveat:
             reason += f"; {caveat}: the engine runs it weight-only or not at all"
         occupied = None if n is None else _occupied_on(spec, fmt, s, n, per, vram)
+        if occupied is not None and need is not None and s.is_training:
+            occupied = max(need, min(occupied, vram))  # the reserved peak stops at the card (Estimate.reserved_on)
         out.append(CardFit(gpu=str(r["id"]), name=str(r["name"]), vram_gib=vram, min_gpus=n, fits_on_one=n == 1,
                            reason=reason, usable_gib=usable, per_gpu_gib=per if n is not None else None,
-                           occupied_gib=occupied))
+                           occupied_gib=occupied, need_gib=need))
     return out
 
 
@@ -734,7 +778,7 @@ def max_context(spec: ModelSpec, fmt: QuantFormat, setup: Setup, vram_gib: float
 
     def fits(c: int) -> bool:
         ss = replace(s, context=c, prompt=min(s.prompt, c) if s.prompt else None)
-        return bool(_per_gpu_totals(spec, fmt, ss, (s.gpus,))[0] <= limit)
+        return bool(_per_gpu_totals(spec, fmt, ss, (s.gpus,), need=True)[0] <= limit)
 
     return _largest(fits, upper)
 
@@ -745,7 +789,7 @@ def max_batch(spec: ModelSpec, fmt: QuantFormat, setup: Setup, vram_gib: float, 
     limit = float(usable_gib(vram_gib, s.engine, s.mode)) * GIB
 
     def fits(b: int) -> bool:
-        return bool(_per_gpu_totals(spec, fmt, replace(s, batch=b), (s.gpus,))[0] <= limit)
+        return bool(_per_gpu_totals(spec, fmt, replace(s, batch=b), (s.gpus,), need=True)[0] <= limit)
 
     return _largest(fits, upper)
 

@@ -92,11 +92,11 @@ def _resolve(rows, framework: str, as_of: str | None, seen: tuple[str, ...]) -> 
 
 
 @lru_cache(maxsize=8)
-def _reserve_rows(key: tuple) -> dict[str, float]:
+def _reserve_rows(key: tuple, column: str = "reserved_over_allocated") -> dict[str, float]:
     from gpucost.catalog import load_table
 
     t = load_table("allocator")
-    return {str(r["regime"]): float(r["reserved_over_allocated"]) for _, r in t.iterrows()}
+    return {str(r["regime"]): float(r[column]) for _, r in t.iterrows()}
 
 
 def reserve_ratio(regime: str = "training") -> float:
@@ -104,10 +104,21 @@ def reserve_ratio(regime: str = "training") -> float:
     over documents of one run's two figures, torch.cuda.max_memory_reserved or nvidia-smi beside
     max_memory_allocated; blocks freed by one step stay cached and split, so the card holds more than is ever
     allocated at once)."""
+    return _allocator_value(regime, "reserved_over_allocated")
+
+
+def reserve_floor(regime: str = "training") -> float:
+    """The least of the allocator's reserve a run keeps when the card is full: reserved ÷ allocated peak at the p10 of
+    the corpus's pairs (data/allocator.csv). Above it the reserve is cached blocks PyTorch gives back when cudaMalloc
+    fails; the p10 stands for what it cannot give back (blocks split among live tensors)."""
+    return _allocator_value(regime, "p10")
+
+
+def _allocator_value(regime: str, column: str) -> float:
     from gpucost.catalog import table_path
 
     p = table_path("allocator")
-    rows = _reserve_rows((str(p), p.stat().st_mtime_ns))
+    rows = _reserve_rows((str(p), p.stat().st_mtime_ns), column)
     if regime not in rows:
         raise UnknownNameError("allocator regime", regime, tuple(rows))
     return rows[regime]
@@ -266,12 +277,15 @@ def training_bytes(a: dict, N, s: Setup, trainable, fmt_quantized: bool) -> dict
     # the caching allocator reserves more than the allocated peak: the card holds the reserved figure
     ratio = s.reserve_ratio if s.reserve_ratio is not None else reserve_ratio("training")
     reserve = (ratio - 1.0) * (weights + grads + optimizer + act)
+    # what of it the allocator cannot give back when the card is full (the need, memory.Estimate.need_gib)
+    floor = min(s.reserve_floor if s.reserve_floor is not None else reserve_floor("training"), ratio)
+    kept = (floor - 1.0) * (weights + grads + optimizer + act)
     overhead = CUDA_CONTEXT_GIB * GIB + reserve
     shape = np.broadcast(weights, grads, optimizer, act, N).shape
     return {"weights": np.broadcast_to(weights, shape), "kv_cache": np.zeros(shape),
             "activations": np.broadcast_to(act, shape), "gradients": np.broadcast_to(grads, shape),
             "optimizer": np.broadcast_to(optimizer, shape), "overhead": np.broadcast_to(overhead, shape),
-            "reserve": np.broadcast_to(reserve, shape), "step": np.broadcast_to(step_extra, shape),
+            "reserve": np.broadcast_to(reserve, shape), "kept": np.broadcast_to(kept, shape), "step": np.broadcast_to(step_extra, shape),
             "cpu": np.broadcast_to(cpu, shape), "nvme": np.broadcast_to(nvme, shape),
             "logits": np.broadcast_to(logits, shape), "dequant": np.broadcast_to(dequant, shape)}
 

@@ -3,6 +3,7 @@ the same on the CLI and the page, and the fit verdict says when a card's spare m
 
 from __future__ import annotations
 
+import html
 import json
 
 import pytest
@@ -87,3 +88,34 @@ def test_preallocating_engines_show_what_nvidia_smi_will_show():
     assert tr["occupied_gib"] == pytest.approx(tr["per_gpu_gib"])
     page = QuantFitPage(model="llama-3.1-8b", quant="bf16", engine="vllm", gpu="h100-sxm")
     assert "nvidia-smi will show about 72.0 GiB" in page.summary.value
+
+
+def test_a_run_whose_allocator_cache_passes_the_card_fits_tight_not_no():
+    """ms-swift's benchmark doc (2024-01, corpus rows tma067-tma070) full-fine-tuned Qwen-7B in bf16 on one A100
+    80GB at 512-4,096 tokens: the runs completed, reserving 73.4-78.8 GiB. The estimate with the allocator's whole
+    cache is more than the card; without it (the allocated peak and the CUDA context) it is less — so one card,
+    tight, not "does not fit" (PyTorch frees its cached blocks and retries when the card is full)."""
+    args = ("--model", "qwen-7b", "--quant", "bf16", "--mode", "full", "--engine", "ms-swift", "--context", "512",
+            "--gpu", "a100-80gb-sxm")
+    d = _fit(*args)
+    f = d["fits"][0]
+    assert d["per_gpu_gib"]["total"] > 80.0                       # with the whole cache: more than the card
+    assert f["min_gpus"] == 1 and f["need_gib"] < 80.0 < f["per_gpu_gib"]
+    # the need: the allocated peak with the least reserve runs keep (data/allocator.csv's p10) and the CUDA context
+    floor = float(Catalog().table("allocator").iloc[0]["p10"])
+    assert f["need_gib"] == pytest.approx(d["allocated_peak_gib"] * floor + 0.25, abs=0.01)
+    assert f["verdict"] == "within_band" and f["spare_gib"] < 0
+    assert "without the allocator's full cache" in f["message"] and "test before buying" in f["message"]
+    assert f["occupied_gib"] == pytest.approx(80.0)                # nvidia-smi: the card is full
+    page = QuantFitPage(model="qwen-7b", quant="bf16", mode="full", engine="ms-swift", context=512,
+                        gpu="a100-80gb-sxm")
+    rec = page.results_record()
+    assert rec["card_min_gpus"] == 1 and rec["verdict"]["verdict"] == "within_band"
+    assert "without the allocator's full cache" in html.unescape(page.summary.value)
+    zh = QuantFitPage(model="qwen-7b", quant="bf16", mode="full", engine="ms-swift", context=512,
+                      gpu="a100-80gb-sxm", lang="zh")
+    assert "分配器缓存" in zh.summary.value
+    # a card that cannot hold even the need still says no, with both figures
+    small = _fit(*args[:-1], "a100-40gb-sxm")["fits"][0]
+    assert small["min_gpus"] is None and small["verdict"] == "no"
+    assert "without the allocator's cache it gives back" in small["reason"]

@@ -328,3 +328,29 @@ def test_an_engine_band_from_one_document_is_not_its_own():
     """TensorRT-LLM's serving TPOT comes from one document: it carries the band of every engine's rows."""
     assert band("serving_tpot", "tensorrt-llm").engine == "*"
     assert band("serving_tpot", "sglang").engine == "sglang"
+
+
+def test_a_reserved_peak_is_judged_against_what_the_card_can_hold(cat, results):
+    """torch.cuda.max_memory_reserved cannot pass the card: on a card too small for the allocator's whole cache the
+    estimate of a reserved figure is the card less the CUDA context (never below the allocated peak). ms-swift's
+    Qwen-7B full fine-tune on one A100 80GB (tma067, 512 tokens) reserved 73.37 GiB."""
+    from gpucost.memory import Setup, estimate
+    from gpucost.models import catalog_spec
+    from gpucost.quant import get_format
+
+    e = estimate(catalog_spec("qwen-7b", cat), get_format("bf16", cat),
+                 Setup(mode="full", context=512, engine="ms-swift", precision="bf16", lora_dropout=0.0))
+    floor = float(cat.table("allocator").iloc[0]["p10"])            # the least reserve runs keep
+    assert e.need_gib == pytest.approx(e.allocated_gib * floor + 0.25)
+    assert e.need_gib < 80.0 < e.per_gpu.total
+    assert e.reserved_on(80.0) == pytest.approx(79.75)             # the card less the CUDA context
+    assert e.reserved_on(200.0) == pytest.approx(e.engine_gib)     # room for the whole cache
+    assert e.reserved_on(40.0) == pytest.approx(e.allocated_gib * floor)  # never below what it keeps
+    row = results.set_index("id").loc["tma067"]
+    assert row["role"] == "validation" and row["measured"] == pytest.approx(73.37)
+    assert row["estimate"] == pytest.approx(79.75)
+    # an allocated-peak row is never capped: its card plays no part
+    alloc = results[(results["category"] == "training_memory") & (results["measure_kind"] == "allocator_peak")
+                    & (results["role"] == "validation")]
+    vram = {g: r.vram_gib for g, r in gpu_records(cat).items()}
+    assert (alloc["estimate"] > alloc["gpu"].map(vram)).any()

@@ -24,7 +24,7 @@ import pandas as pd
 from gpucost.catalog import Catalog
 from gpucost.speed import efficiency_table
 from gpucost.validation import error_bands, summary, time_factors, validate
-from gpucost.validation.allocator import fit_reserve_ratio, reserve_pairs
+from gpucost.validation.allocator import fit_reserve_floor, fit_reserve_ratio, reserve_pairs
 from gpucost.validation.fit import corpus_terms, factor_table, fit_factors
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -111,7 +111,7 @@ def allocator_rows(catalog: Catalog) -> pd.DataFrame:
     per_doc = {d: float(np.median([p.ratio for p in pairs if p.source == d])) for d in docs}
     return pd.DataFrame([{
         "regime": "training", "reserved_over_allocated": round(fit_reserve_ratio(pairs), 4),
-        "p10": round(float(np.percentile(ratios, 10)), 4), "p90": round(float(np.percentile(ratios, 90)), 4),
+        "p10": round(fit_reserve_floor(pairs), 4), "p90": round(float(np.percentile(ratios, 90)), 4),
         "pairs": len(pairs), "documents": len(docs), "calibration_rows": ";".join(ids),
         "source": "tools/calibrate.py (gpucost.validation.allocator) on the listed rows of data/benchmarks.csv: one "
                   "run's torch.cuda.max_memory_reserved (or nvidia-smi less the CUDA context) beside its "

@@ -22,7 +22,7 @@ import pandas as pd
 
 from gpucost.catalog import Catalog
 from gpucost.errors import GpucostError
-from gpucost.validation.allocator import fit_reserve_ratio, reserve_pairs
+from gpucost.validation.allocator import fit_reserve_floor, fit_reserve_ratio, reserve_pairs
 from gpucost.validation.corpus import (
     CATEGORIES,
     COMPARE_UNIT,
@@ -79,7 +79,7 @@ def validate(catalog: Catalog | None = None, *, cross_validated: bool = True) ->
     # the allocator's reserve ratio, refitted without each document that gave pairs to it
     pairs = reserve_pairs(catalog)
     paired = {p.source for p in pairs}
-    ratio_all = fit_reserve_ratio(pairs)
+    ratio_all, floor_all = fit_reserve_ratio(pairs), fit_reserve_floor(pairs)
     fitted_sources = {t.source for t in terms}
     tables: dict[str, dict] = {}
 
@@ -99,8 +99,10 @@ def validate(catalog: Catalog | None = None, *, cross_validated: bool = True) ->
                 "gpu": str(row.get("gpu_id") or ""), "measure_kind": str(row.get("measure_kind") or "")}
         try:
             measured, unit = comparison_value(row)
-            ratio = fit_reserve_ratio(pairs, exclude_source=src) if cross_validated and src in paired else ratio_all
-            est = row_estimate(row, catalog, table, reserve_ratio=ratio)
+            held_out = cross_validated and src in paired
+            ratio = fit_reserve_ratio(pairs, exclude_source=src) if held_out else ratio_all
+            floor = fit_reserve_floor(pairs, exclude_source=src) if held_out else floor_all
+            est = row_estimate(row, catalog, table, reserve_ratio=ratio, reserve_floor=floor)
             if not math.isfinite(est) or est <= 0:
                 raise GpucostError(f"the estimator gives no finite value ({est})")
             return {**base, "measured": measured, "unit": unit, "estimate": est,

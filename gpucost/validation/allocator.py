@@ -76,3 +76,12 @@ def fit_reserve_ratio(pairs: list[ReservePair], exclude_source: str | None = Non
     if not by_doc:
         raise GpucostError("no run in the corpus states both its allocated and its reserved peak")
     return float(np.median([np.median(v) for v in by_doc.values()]))
+
+
+def fit_reserve_floor(pairs: list[ReservePair], exclude_source: str | None = None) -> float:
+    """The p10 over the pairs of reserved ÷ allocated, without ``exclude_source``'s: the least reserve a run keeps
+    (data/allocator.csv's p10; :func:`gpucost.memory_training.reserve_floor`)."""
+    ratios = [p.ratio for p in pairs if p.source != exclude_source]
+    if not ratios:
+        raise GpucostError("no run in the corpus states both its allocated and its reserved peak")
+    return float(np.percentile(ratios, 10))

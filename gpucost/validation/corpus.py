@@ -43,7 +43,7 @@ from gpucost.catalog import Catalog
 from gpucost.errors import GpucostError
 from gpucost.kernel_paths import Software, software_of
 from gpucost.memory import Setup, estimate, kv_pool_gib, occupied_gib
-from gpucost.memory_profiles import ENGINE_PROFILES, OPTIMIZERS
+from gpucost.memory_profiles import CUDA_CONTEXT_GIB, ENGINE_PROFILES, OPTIMIZERS
 from gpucost.models import catalog_spec, model_id
 from gpucost.quant import GIB, KV_DTYPE_BYTES, get_format, weights_file_gib
 from gpucost.records import Gpu, gpu_records
@@ -297,7 +297,8 @@ def grad_checkpointing_of(row: dict, fmt) -> bool:
     return True
 
 
-def _training_memory(row: dict, spec, fmt, reserve_ratio: float | None = None) -> float:
+def _training_memory(row: dict, spec, fmt, reserve_ratio: float | None = None, vram_gib: float | None = None,
+                     reserve_floor: float | None = None) -> float:
     framework = engine_of(row)
     ctx, _, _ = _tokens(row)
     if ctx < 1:
@@ -328,13 +329,17 @@ def _training_memory(row: dict, spec, fmt, reserve_ratio: float | None = None) -
               lora_targets=lora_targets_of(row), grad_checkpointing=ckpt, flash_attention=True,
               framework_as_of=str(row.get("as_of") or "") or None,
               loss_kernel="cce" if _CCE.search(str(row.get("notes") or "")) else None, reserve_ratio=reserve_ratio,
-              lora_dropout=lora_dropout_of(row), precision=precision_of(row),
+              reserve_floor=reserve_floor, lora_dropout=lora_dropout_of(row), precision=precision_of(row),
               gqa_expand=False if _FA2.search(notes) else None, grad_accum=grad_accum_of(row))
     est = estimate(spec, fmt, s)
     kind = str(row.get("measure_kind") or "unknown")
     # nvidia-smi: the reserved peak and the CUDA context; the allocator's reserved peak; every other kind (the
-    # allocated peak, an unnamed figure) the allocated peak
-    value = {"nvidia_smi": est.per_gpu.total, "reserved": est.engine_gib}.get(kind, est.allocated_gib)
+    # allocated peak, an unnamed figure) the allocated peak. A reserved peak stops at the row's card where the card
+    # is too small for the whole cache (Estimate.reserved_on)
+    reserved = est.engine_gib
+    if kind in ("nvidia_smi", "reserved") and vram_gib is not None:
+        reserved = est.reserved_on(vram_gib)
+    value = {"nvidia_smi": reserved + CUDA_CONTEXT_GIB, "reserved": reserved}.get(kind, est.allocated_gib)
     return value * _cards_summed(row)
 
 
@@ -548,9 +553,10 @@ def _serving(row: dict, spec, fmt, catalog: Catalog, table: dict[str, EngineEffi
 
 
 def row_estimate(row: dict, catalog: Catalog, table: dict[str, EngineEfficiency] | None = None,
-                 reserve_ratio: float | None = None) -> float:
+                 reserve_ratio: float | None = None, reserve_floor: float | None = None) -> float:
     """The estimator's value for one corpus row, in the row's comparison unit (``reserve_ratio``: the caching
-    allocator's reserved ÷ allocated peak of a training run; None: data/allocator.csv's). Raises GpucostError
+    allocator's reserved ÷ allocated peak of a training run, ``reserve_floor`` the least of it a run keeps on a full
+    card; None: data/allocator.csv's). Raises GpucostError
     (with the reason) when the row cannot be estimated."""
     table = table if table is not None else efficiency_table(catalog)
     cat = row["category"]
@@ -571,7 +577,11 @@ def row_estimate(row: dict, catalog: Catalog, table: dict[str, EngineEfficiency]
     if cat == "inference_memory":
         return _inference_memory(row, spec, fmt, catalog)
     if cat == "training_memory":
-        return _training_memory(row, spec, fmt, reserve_ratio)
+        try:
+            vram = float(_gpu(row, catalog).vram_gib)
+        except GpucostError:  # no card or one gpus.csv lacks: the reserved estimate is not capped
+            vram = None
+        return _training_memory(row, spec, fmt, reserve_ratio, vram, reserve_floor)
     if cat in SERVING_CATEGORIES:
         return _serving(row, spec, fmt, catalog, table)
     return _speed(row, spec, fmt, catalog, table)
