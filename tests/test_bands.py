@@ -112,6 +112,9 @@ def test_a_run_whose_allocator_cache_passes_the_card_fits_tight_not_no():
     rec = page.results_record()
     assert rec["card_min_gpus"] == 1 and rec["verdict"]["verdict"] == "within_band"
     assert "without the allocator's full cache" in html.unescape(page.summary.value)
+    # the page's answer names the same need as the CLI
+    assert f"Fits on 1 × A100 80GB SXM, tightly: {f['need_gib']:.1f} GiB per card is needed" in html.unescape(
+        page.summary.value)
     zh = QuantFitPage(model="qwen-7b", quant="bf16", mode="full", engine="ms-swift", context=512,
                       gpu="a100-80gb-sxm", lang="zh")
     assert "分配器缓存" in zh.summary.value

@@ -395,7 +395,11 @@ class QuantFitPage(Page):
     def _draw(self, spec, fmt, s: Setup, card) -> None:
         e = self.est
         t = self.t
-        fits_txt = (t("fit_fits_one", card=card.name) if card.min_gpus == 1 else
+        tight = (card.min_gpus and card.need_gib is not None and card.per_gpu_gib is not None
+                 and card.per_gpu_gib > card.usable_gib)  # the need fits, not the allocator's whole cache
+        fits_txt = (t("fit_fits_tight", card=card.name, n=card.min_gpus, need=f"{card.need_gib:.1f}",
+                      total=f"{card.per_gpu_gib:.1f}") if tight else
+                    t("fit_fits_one", card=card.name) if card.min_gpus == 1 else
                     t("fit_fits_n", card=card.name, n=card.min_gpus) if card.min_gpus else
                     t("fit_fits_none", card=card.name))
         answer = t("fit_answer", model=spec.id, quant=fmt.name, total=f"{e.per_gpu.total:.1f}", fits=fits_txt)
