@@ -344,6 +344,8 @@ def test_a_rows_dropout_precision_and_attention_come_from_its_notes():
     assert precision_of({**full, "notes": "torch_dtype bfloat16; FSDP mixed precision policy bf16"}) is None
     assert precision_of({**full, "engine": "deepspeed", "notes": "torch_dtype bfloat16"}) is None  # fp32 master
     assert precision_of({**full, "mode": "lora", "notes": "torch_dtype bfloat16"}) is None
+    # PEFT's MetaMathQA result notes: "dtype bfloat16 (no AMP, so full fine-tuning keeps AdamW states in bf16)"
+    assert precision_of({**full, "notes": "train_config: dtype bfloat16 (no AMP, so full fine-tuning ...)"}) == "bf16"
 
 
 def test_per_head_qk_norms_keep_their_inputs_in_fp32(cat):

@@ -228,7 +228,8 @@ _ATTENTION_ONLY = re.compile(r"\bq,\s*k,\s*v,\s*o only|attention (?:projections|
 _LORA_DROPOUT = re.compile(r"\b(?:lora[_ ])?dropout\s*[=:]?\s*(\d*\.?\d+)(?![\d.])", re.IGNORECASE)
 #: a full fine-tuning run of the HF Trainer (or FSDP without a mixed-precision policy) on a model loaded in bf16: its
 #: parameters, gradients and AdamW states are bf16 (torch's AdamW keeps its states in the parameters' dtype)
-_PURE_BF16 = re.compile(r"torch_dtype\s*[=:]?\s*(?:torch\.)?bfloat16|pure bf16|loaded in bf16", re.IGNORECASE)
+_PURE_BF16 = re.compile(r"torch_dtype\s*[=:]?\s*(?:torch\.)?bfloat16|pure bf16|loaded in bf16|bfloat16 \(no AMP",
+                        re.IGNORECASE)
 _MIXED = re.compile(r"mixed[_ ]precision\s*(?:policy|bf16|fp16)|bf16-mixed|master weights|fp32 master",
                     re.IGNORECASE)
 #: a run with FlashAttention-2 (use_flash_attn true, attn_impl flash_attn, "HF+FA2"): its kernel reads grouped K and V
