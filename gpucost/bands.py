@@ -1,8 +1,10 @@
 """The uncertainty every memory and speed estimate carries: the range of measured ÷ estimated that held 8 in
 10 measurements of documents left out (the p10–p90 of the validation corpus's rows of the same category and
-engine, widened where documents not used to make it fall outside — gpucost.validation.band_quantile), each
+engine, each side widened where more than 1 in 10 of the rows of documents not used to make it fall beyond it —
+gpucost.validation.band_quantiles), each
 row estimated with factors refitted without its source document (data/error_bands.csv, written by ``tools/calibrate.py`` from
-:mod:`gpucost.validation`). An engine with too few rows of its own gets the band of all engines.
+:mod:`gpucost.validation`). An engine whose own band does not hold its documents left out (or that has too few
+rows or documents to tell) gets the band of all engines.
 """
 
 from __future__ import annotations
@@ -31,7 +33,8 @@ class Band(Record):
     median_abs_error_pct: float | None
     low: float = 0.0     # the band: measured ÷ estimated that held 8 in 10 measurements of documents left out
     high: float = 0.0
-    band_q: float = 0.10  # its quantiles: q and 1 − q (0.10: the p10–p90)
+    band_q_low: float = 0.10   # its quantiles: q_low and 1 − q_high (0.10, 0.10: the p10–p90), each side chosen on
+    band_q_high: float = 0.10  # its own (gpucost.validation.band_quantiles)
 
     def around(self, value: float) -> dict:
         """The band around one estimate: {"low", "high", "basis", "rows", "sources"}."""
@@ -52,7 +55,7 @@ def _index(table) -> dict[tuple[str, str], Band]:
             p90=float(r["p90"]), rows=int(r["rows"]), sources=int(r["sources"]),
             median_abs_error_pct=number(r.get("median_abs_error_pct")),
             low=number(r.get("low")) or float(r["p10"]), high=number(r.get("high")) or float(r["p90"]),
-            band_q=_or(number(r.get("band_q")), 0.10))
+            band_q_low=_or(number(r.get("band_q_low")), 0.10), band_q_high=_or(number(r.get("band_q_high")), 0.10))
     return out
 
 

@@ -123,7 +123,8 @@ SCHEMAS: dict[str, dict[str, str]] = {
     # the estimators' cross-validated error on the corpus, per category and engine (tools/calibrate.py)
     "error_bands": {
         "category": "str", "engine": "str", "rows": "int+", "sources": "int0", "median_abs_error_pct": "num0?",
-        "p90_abs_error_pct": "num0?", "p10": "num+", "p50": "num+", "p90": "num+", "band_q": "num0?",
+        "p90_abs_error_pct": "num0?", "p10": "num+", "p50": "num+", "p90": "num+", "band_q_low": "num0?",
+        "band_q_high": "num0?",
         "low": "num+?", "high": "num+?", **SOURCE_COLS,
     },
     "tco_defaults": {
@@ -156,7 +157,7 @@ SCHEMAS: dict[str, dict[str, str]] = {
 OPTIONAL_NEW_COLUMNS: dict[str, tuple[str, ...]] = {
     "gpus": ("form_factor", "host_type", "retrieved_on"),
     "mig_profiles": ("retrieved_on",),
-    "error_bands": ("band_q", "low", "high"),
+    "error_bands": ("band_q_low", "band_q_high", "low", "high"),
     "prices": ("retrieved_on",),
     "models": ("vision_params_b", "retrieved_on", "full_attention_interval", "linear_num_key_heads",
                "linear_num_value_heads", "linear_key_head_dim", "linear_value_head_dim", "linear_conv_kernel",

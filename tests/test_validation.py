@@ -16,11 +16,13 @@ from gpucost.catalog import Catalog
 from gpucost.records import gpu_records
 from gpucost.validation import (
     BAND_COVERAGE_TARGET,
+    BAND_SIDE_MISS,
     BOUNDS,
     CATEGORIES,
     P90_RATIO,
     TARGETS,
     band_coverage,
+    band_quantiles,
     convert,
     markdown_table,
     summary,
@@ -213,8 +215,66 @@ def test_bands_hold_eight_in_ten_measurements_of_documents_left_out(results, cat
     assert lo <= cov["coverage"] <= hi, cov.to_dict()
 
 
+#: categories whose rows of documents left out fall beyond one end of their band more often than 1 in 10: README
+MISSED_SIDES = {"serving_tpot": "dstack's DeepSeek-R1 TPOTs (1.7–4.8× the estimate) are above every other document's"}
+
+
+@pytest.mark.parametrize("category", ["file_size", "inference_memory", "training_memory", "decode_speed",
+                                      "prefill_speed", "serving_throughput", "serving_ttft", "serving_tpot"])
+def test_no_more_than_one_in_ten_of_documents_left_out_fall_beyond_either_end_of_the_band(results, category,
+                                                                                         request):
+    """A p10–p90 band misses 1 in 10 above and 1 in 10 below; above a memory band's high end is a card that runs out
+    of memory, below a speed band's low end a job that costs more than the page said."""
+    if category in MISSED_SIDES:
+        request.applymarker(pytest.mark.xfail(strict=True, reason=MISSED_SIDES[category]))
+    cov = band_coverage(results).set_index("category").loc[category]
+    assert cov["below"] <= BAND_SIDE_MISS * cov["rows"], cov.to_dict()
+    assert cov["above"] <= BAND_SIDE_MISS * cov["rows"], cov.to_dict()
+
+
+def test_a_document_above_the_others_widens_the_high_end_of_the_band_only():
+    """Four documents measure 0.9–1.1 × the estimate, a fifth 1.5 × on 15 of 95 rows: judged without it, its rows
+    are all above the others' band, so the high end widens as far as it goes (the max) while the low end stays the
+    p10 — one quantile for both ends would have widened the low end too, and called the band 8 in 10."""
+    import pandas as pd
+
+    rows = [{"category": "training_memory", "engine": "x", "source_id": f"doc{d}", "role": "validation",
+             "estimate": 10.0, "measured": 10.0 * r}
+            for d in range(4) for r in np.linspace(0.9, 1.1, 20)]
+    rows += [{"category": "training_memory", "engine": "x", "source_id": "high", "role": "validation",
+              "estimate": 10.0, "measured": 15.0}] * 15
+    results = pd.DataFrame(rows)
+    # engine x's own band cannot hold "high" on its side (15 of 95 rows above even its max): it is not kept, and x
+    # carries the band of every engine's rows, widened at the top only
+    assert band_quantiles(results, "training_memory") == {"*": (0.10, 0.0)}
+    cov = band_coverage(results).set_index("category").loc["training_memory"]
+    assert (cov["rows"], cov["above"]) == (95, 15)   # the high end of a band without "high" is 1.1: all its rows
+    assert cov["below"] <= 0.10 * 80
+
+
+def test_an_engine_keeps_a_band_of_its_own_only_where_it_holds_its_documents_left_out():
+    """Engine a's three documents agree (0.95–1.05): its own band holds each left out and is kept, narrower than
+    every engine's; engine b's three documents do not (0.5, 1.0 and 2.0 × the estimate): no band of b's own made
+    without one of them holds it, so b carries every engine's band."""
+    import pandas as pd
+
+    def rows(engine, doc, lo, hi):
+        return [{"category": "decode_speed", "engine": engine, "source_id": doc, "role": "validation",
+                 "estimate": 100.0, "measured": 100.0 * r} for r in np.linspace(lo, hi, 12)]
+
+    results = pd.DataFrame([r for d in range(3) for r in rows("a", f"a{d}", 0.95, 1.05)]
+                           + rows("b", "b0", 0.45, 0.55) + rows("b", "b1", 0.95, 1.05) + rows("b", "b2", 1.9, 2.1))
+    qs = band_quantiles(results, "decode_speed")
+    assert set(qs) == {"*", "a"}
+    from gpucost.validation import error_bands
+
+    bands = error_bands(results).set_index("engine")
+    assert set(bands.index) == {"*", "a"}
+    assert bands.loc["a", "high"] - bands.loc["a", "low"] < bands.loc["*", "high"] - bands.loc["*", "low"]
+
+
 @pytest.mark.xfail(strict=True, reason="TTFT rows come from 4 documents whose measured/estimated ratios hardly "
-                                       "overlap: a band made without a document holds 62 % of its rows (README)")
+                                       "overlap: a band made without a document holds 59 % of its rows (README)")
 def test_ttft_band_holds_documents_left_out(results):
     cov = band_coverage(results).set_index("category").loc["ttft"]
     assert BAND_COVERAGE_TARGET[0] <= cov["coverage"] <= BAND_COVERAGE_TARGET[1]

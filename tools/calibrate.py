@@ -138,10 +138,11 @@ def band_rows(catalog: Catalog) -> pd.DataFrame:
                     "source": "tools/calibrate.py: gpucost.validation.validate() on data/benchmarks.csv, each "
                               "document's rows estimated with factors refitted without it",
                     "as_of": newest, "notes": "p10/p50/p90 of measured / estimated; the band every estimate carries is "
-                                              "low-high, the band_q and 1 - band_q quantiles: the narrowest from p10-p90 "
-                                              "that held 8 in 10 rows of the documents left out when it was made"})
+                                              "low-high, the band_q_low and 1 - band_q_high quantiles: each side the narrowest "
+                                              "from p10 (p90) beyond which no more than 1 in 10 rows of the documents "
+                                              "left out fell when it was made"})
     cols = ["category", "engine", "rows", "sources", "median_abs_error_pct", "p90_abs_error_pct", "p10", "p50", "p90",
-            "band_q", "low", "high", "source", "as_of", "notes"]
+            "band_q_low", "band_q_high", "low", "high", "source", "as_of", "notes"]
     return pd.DataFrame(out)[cols]
 
 
