@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 import pandas as pd
@@ -213,7 +215,6 @@ MIN_BAND_DOCUMENTS = 2
 
 #: what a band should hold of the measurements of documents it was not made from (issue 25: 80 % ± 10)
 BAND_COVERAGE_TARGET = (0.70, 0.90)
-BAND_COVERAGE_AIM = 0.80
 #: the most of documents left out a band may miss on either side: a p10–p90 band misses 1 in 10 above and 1 in 10
 #: below, and for a memory estimate the side above is the one that runs out of memory
 BAND_SIDE_MISS = 0.10
@@ -256,18 +257,16 @@ def _judge(ratio: np.ndarray, judged: list[tuple[int, np.ndarray]], q_low: float
     return HeldOut(len(judged), below, above)
 
 
-def _sides(ratio: np.ndarray, judged: list[tuple[int, np.ndarray]]) -> tuple[float, float] | None:
-    """(q_low, q_high) of a band judged on ``judged``: each side the narrowest quantile from p10 (p90) beyond which no
-    more than :data:`BAND_SIDE_MISS` of the rows fall; None where no row can be judged or a side misses more even at
-    the min (max)."""
-    if not judged:
-        return None
+def _narrowest(held: Callable[[float, float], HeldOut]) -> tuple[float | None, float | None]:
+    """(q_low, q_high): each side the narrowest quantile from p10 (p90) beyond which no more than
+    :data:`BAND_SIDE_MISS` of the rows ``held(q_low, q_high)`` judges fall; None for a side that misses more even at
+    the min (max), or for both where it judges no row."""
     narrowest = BAND_QUANTILES[0]
-    q_low = next((q for q in BAND_QUANTILES
-                  if _judge(ratio, judged, q, narrowest).below <= BAND_SIDE_MISS * len(judged)), None)
-    q_high = next((q for q in BAND_QUANTILES
-                   if _judge(ratio, judged, narrowest, q).above <= BAND_SIDE_MISS * len(judged)), None)
-    return None if q_low is None or q_high is None else (q_low, q_high)
+    limit = BAND_SIDE_MISS * held(narrowest, narrowest).rows
+    if not limit:
+        return None, None
+    return (next((q for q in BAND_QUANTILES if held(q, narrowest).below <= limit), None),
+            next((q for q in BAND_QUANTILES if held(narrowest, q).above <= limit), None))
 
 
 @dataclass(frozen=True)
@@ -317,23 +316,21 @@ def _category(results: pd.DataFrame, category: str) -> _Category:
         if mine.sum() < MIN_BAND_ROWS or len(set(srcs[mine])) < MIN_BAND_DOCUMENTS:
             continue
         judged = [(int(i), p) for i in np.flatnonzero(mine) if (p := cat.pool(int(i), eng)) is not None]
-        q = _sides(ratio, judged)
-        if q is not None:
-            quantiles[eng] = q
+        q_low, q_high = _narrowest(partial(_judge, ratio, judged))
+        if q_low is not None and q_high is not None:
+            quantiles[eng] = (q_low, q_high)
+
     # every engine's band: each side the narrowest that keeps the category's misses — every row against the band it
     # carries — within BAND_SIDE_MISS (it is the band of the engines without one of their own, and of new ones)
-    narrowest, widest = BAND_QUANTILES[0], BAND_QUANTILES[-1]
-
-    def misses(q_low: float, q_high: float) -> HeldOut:
+    def carried(q_low: float, q_high: float) -> HeldOut:
         return _carried(_Category(ratio, engs, srcs, {**quantiles, ALL_ENGINES: (q_low, q_high)}))
 
-    first = misses(narrowest, narrowest)
-    if not first.rows:   # one document: its band cannot be judged on another and stays the p10–p90
+    narrowest, widest = BAND_QUANTILES[0], BAND_QUANTILES[-1]
+    if not carried(narrowest, narrowest).rows:   # one document: its band cannot be judged on another: the p10–p90
         return _Category(ratio, engs, srcs, {**quantiles, ALL_ENGINES: (narrowest, narrowest)})
-    limit = BAND_SIDE_MISS * first.rows
-    q_low = next((q for q in BAND_QUANTILES if misses(q, narrowest).below <= limit), widest)
-    q_high = next((q for q in BAND_QUANTILES if misses(narrowest, q).above <= limit), widest)
-    return _Category(ratio, engs, srcs, {**quantiles, ALL_ENGINES: (q_low, q_high)})
+    q_low, q_high = _narrowest(carried)
+    return _Category(ratio, engs, srcs, {**quantiles, ALL_ENGINES: (widest if q_low is None else q_low,
+                                                                    widest if q_high is None else q_high)})
 
 
 def _carried(cat: _Category) -> HeldOut:
@@ -368,10 +365,9 @@ def band_coverage(results: pd.DataFrame) -> pd.DataFrame:
     for name in sorted(set(ok["category"])):
         cat = _category(results, name)
         h = _carried(cat)
-        n, below, above = h.rows, h.below, h.above
         q_low, q_high = cat.quantiles[ALL_ENGINES]
-        out.append({"category": name, "rows": n, "sources": len(set(cat.sources)), "inside": n - below - above,
-                    "below": below, "above": above, "coverage": (n - below - above) / n if n else math.nan,
+        out.append({"category": name, "rows": h.rows, "sources": len(set(cat.sources)), "inside": h.inside,
+                    "below": h.below, "above": h.above, "coverage": h.inside / h.rows if h.rows else math.nan,
                     "band_q_low": q_low, "band_q_high": q_high})
     return pd.DataFrame(out)
 
@@ -386,7 +382,7 @@ def error_bands(results: pd.DataFrame) -> pd.DataFrame:
     groups: dict[tuple[str, str], list[float]] = defaultdict(list)
     for cat, eng, m, e in zip(ok["category"], ok["engine"], ok["measured"], ok["estimate"], strict=True):
         if not str(eng).endswith(CPU_MOE_LABEL):   # the all-engines band is the card-only estimator's
-            groups[(cat, "*")].append(m / e)
+            groups[(cat, ALL_ENGINES)].append(m / e)
         if eng:  # rows that name no engine (a file size) count for the category's band only
             groups[(cat, eng)].append(m / e)
     qs = {cat: band_quantiles(results, cat) for cat in {c for c, _ in groups}}
@@ -419,6 +415,5 @@ def calibrate(catalog: Catalog | None = None) -> dict[str, dict]:
 
 
 __all__ = ["CATEGORIES", "TARGETS", "BOUNDS", "P90_RATIO", "convert", "comparison_value", "row_estimate", "validate",
-           "summary", "markdown_table", "error_bands", "band_coverage", "band_quantiles", "ALL_ENGINES", "BAND_COVERAGE_TARGET",
-           "BAND_SIDE_MISS", "calibrate",
-           "time_factors", "time_ratios"]
+           "summary", "markdown_table", "error_bands", "band_coverage", "band_quantiles", "ALL_ENGINES",
+           "BAND_COVERAGE_TARGET", "BAND_SIDE_MISS", "calibrate", "time_factors", "time_ratios"]
