@@ -59,6 +59,7 @@ from gpucost.memory_profiles import (  # noqa: F401 (part of this module's API)
     OPTIMIZERS,
     PRECISIONS,
     SGLANG_FRACTION_BY_TP,
+    SHARDERS,
     TRAINING_FRAMEWORKS,
     VAE_CHANNELS,
     VAE_LIVE_TENSORS,
@@ -120,6 +121,9 @@ class Setup:
     gpus: int = 1
     engine: str = "transformers"     # inference engine, or training framework (transformers | torchtune)
     zero: int = 0
+    #: training: what shards the states over the cards at ``zero`` 1-3: deepspeed (ZeRO; its FusedAdam updates in
+    #: place) or fsdp (PyTorch FSDP; torch's AdamW steps each shard with a state-sized temporary)
+    sharder: str = "deepspeed"
     offload: str = "none"
     lora_rank: int = 16
     lora_targets: str = "all-linear"
@@ -226,7 +230,8 @@ class Estimate(Record):
     def to_dict(self) -> dict:
         s = self.setup
         return jsonable({"model": self.model, "quant": self.quant, "mode": s.mode, "engine": s.engine,
-                         "context": s.context, "batch": s.batch, "gpus": s.gpus, "zero": s.zero, "offload": s.offload,
+                         "context": s.context, "batch": s.batch, "gpus": s.gpus, "zero": s.zero,
+                         "sharder": s.sharder, "offload": s.offload,
                          "per_gpu_gib": self.per_gpu, "cpu_gib": self.cpu_gib, "nvme_gib": self.nvme_gib,
                          "weights_file_gib": self.weights_file_gib, "trainable_params": self.trainable_params,
                          "notes": self.notes, **({"terms_gib": dict(self.terms), "dominant_term": self.dominant_term,
@@ -459,6 +464,8 @@ def check_setup(spec: ModelSpec, fmt: QuantFormat, s: Setup) -> Setup:
         raise GpucostError(f"ZeRO stage must be 0, 1, 2 or 3, not {s.zero}")
     if s.offload not in OFFLOADS:
         raise UnknownNameError("offload target", s.offload, OFFLOADS)
+    if s.sharder not in SHARDERS:
+        raise UnknownNameError("sharder", s.sharder, SHARDERS)
     if s.is_training:
         return _check_training(spec, fmt, s)
     _check_inference(spec, s)

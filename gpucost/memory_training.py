@@ -259,13 +259,7 @@ def training_bytes(a: dict, N, s: Setup, trainable, fmt_quantized: bool) -> dict
     dequant = np.where(quantized, a["largest_block"] * ACT_BYTES, 0.0)
     logits = kept["logits"]
     act = kept["saved"] + logits + dequant
-    # the optimizer step's state-sized temporaries (Optimizer.step_temps): none where the states are paged or the
-    # step runs on the CPU (offload), one parameter at a time where it runs in backward, none under DeepSpeed ZeRO
-    # (the --zero input) whose Adam is its own FusedAdam (deepspeed/ops/adam/fused_adam.py: multi_tensor_applier
-    # updates in place)
-    temps = 0.0 if (opt.paged or off != "none" or zero >= 1 or prof.framework == "deepspeed") \
-        else opt.step_temps * state_b
-    step = a["largest_tensor"] * temps * np.ones_like(N) if in_bwd else trainable * temps * np.ones_like(N)
+    step = _step_temporaries(a, N, s, prof, opt, state_b, trainable, in_bwd)
     # the first gradient backward produces is the output head's (a full fine-tune's; LoRA's are all small)
     head_grad = np.minimum(grads, a["vocab"] * a["h"] * prec["grad"] / (N if zero >= 2 else 1.0)) if full else grads
     if mp > 1:
@@ -288,6 +282,21 @@ def training_bytes(a: dict, N, s: Setup, trainable, fmt_quantized: bool) -> dict
             "reserve": np.broadcast_to(reserve, shape), "kept": np.broadcast_to(kept, shape), "step": np.broadcast_to(step_extra, shape),
             "cpu": np.broadcast_to(cpu, shape), "nvme": np.broadcast_to(nvme, shape),
             "logits": np.broadcast_to(logits, shape), "dequant": np.broadcast_to(dequant, shape)}
+
+
+def _step_temporaries(a: dict, N, s: Setup, prof: TrainingProfile, opt, state_b: float, trainable,
+                      in_bwd: bool) -> np.ndarray:
+    """The optimizer step's state-sized temporaries per GPU [bytes] (Optimizer.step_temps): none where the states are
+    paged or the step runs on the CPU (offload), one parameter's where it runs in backward, none under DeepSpeed ZeRO
+    (``s.zero`` with ``s.sharder`` deepspeed, or the deepspeed framework) whose Adam is its own FusedAdam
+    (deepspeed/ops/adam/fused_adam.py: multi_tensor_applier updates in place); PyTorch FSDP steps torch's AdamW on
+    each rank's shard of the flat parameters (torch/optim/adamw.py _multi_tensor_adamw: torch._foreach_sqrt of the
+    exp_avg_sqs, a shard-sized copy)."""
+    deepspeed = (s.zero >= 1 and s.sharder == "deepspeed") or prof.framework == "deepspeed"
+    temps = 0.0 if (opt.paged or s.offload != "none" or deepspeed) else opt.step_temps * state_b
+    if in_bwd:
+        return a["largest_tensor"] * temps * np.ones_like(N)
+    return trainable * temps / (N if s.zero >= 1 else 1.0) * np.ones_like(N)
 
 
 def _optimizer_states(opt_total, N, zero: int, off: str, paged: bool, grads_moved, weights_moved):

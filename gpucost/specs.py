@@ -230,6 +230,9 @@ MAX_TRAIN_TOKENS = 1e15
 #: (288 GiB); a finite number, so that nan and inf are refused
 MAX_VRAM_GIB = 100_000
 
+#: who shards a training run's states over its cards (Setup.sharder)
+SHARDERS = ("deepspeed", "fsdp")
+
 SPECS: Mapping[str, Spec] = {
     "context": Spec("int", 4096, ge=1, le=MAX_CONTEXT_TOKENS, unit="tokens", suffixes="context",
                     help="tokens per sequence: KV cache (inference) or sequence length (training)"),
@@ -239,6 +242,10 @@ SPECS: Mapping[str, Spec] = {
     "gpus": Spec("int", 1, ge=1, le=MAX_GPUS, unit="GPUs", help="number of cards"),
     "max_gpus": Spec("int", 1024, ge=1, le=MAX_GPUS, unit="GPUs", help="the most cards to consider"),
     "zero": Spec("choice", 0, choices=(0, 1, 2, 3), help="DeepSpeed ZeRO stage"),
+    "sharder": Spec("choice", "deepspeed", choices=SHARDERS,
+                    help="what shards the training states over the cards at ZeRO stage 1-3: deepspeed (its Adam "
+                         "updates in place) or fsdp (PyTorch FSDP, FULL_SHARD ~ stage 3: torch's AdamW steps each "
+                         "shard with a temporary the size of its states)"),
     "offload": Spec("choice", "none", choices=("none", "cpu", "nvme"), help="ZeRO offload target"),
     "lora_rank": Spec("int", 16, ge=1, le=4096, help="LoRA rank"),
     "lora_dropout": Spec("float", None, ge=0, lt=1, optional=True, step=0.05,

@@ -110,6 +110,19 @@ def test_gpus_for_a_full_fine_tune(cat, model, card, zero, offload, strategy):
         assert page["matrix"][card]["bf16"] == engine
 
 
+def test_an_fsdp_full_fine_tune_is_the_same_on_the_page_and_the_cli(cat):
+    """Sharded by PyTorch FSDP instead of DeepSpeed ZeRO-3, page 02 and `gpucost fit` give the same per-GPU memory
+    and the same number of cards; FSDP's AdamW temporary makes each card hold more than DeepSpeed's."""
+    args = ("fit", "--model", "llama-3-70b", "--quant", "bf16", "--mode", "full", "--zero", "3", "--gpus", "8",
+            "--gpu", "h100-sxm")
+    fit = cli(*args, "--sharder", "fsdp")
+    page = fit_page(model="llama-3-70b", quant="bf16", mode="full", zero=3, gpus=8, sharder="fsdp", gpu="h100-sxm")
+    same(fit["per_gpu_gib"]["total"], page["per_gpu_gib"]["total"])
+    same(fit["fits"][0]["min_gpus"], page["card_min_gpus"])
+    assert fit["sharder"] == "fsdp"
+    assert fit["per_gpu_gib"]["total"] > cli(*args)["per_gpu_gib"]["total"]
+
+
 def test_zero3_claim_counts_are_the_planners(cat):
     """Page 06's ZeRO claim and the planner answer the same question for the same model the same way."""
     from gpucost.claims.quantization import dense_model

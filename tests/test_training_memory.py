@@ -364,18 +364,24 @@ def test_per_head_qk_norms_keep_their_inputs_in_fp32(cat):
     assert float((with_norm - without)[0]) == pytest.approx(36 * 2048 * 4 * (4096 + 1024), rel=1e-9)
 
 
-def test_axolotl_casts_norms_and_embeddings_back_to_bf16_after_kbit_preparation(cat):
+@pytest.mark.parametrize("framework", ["axolotl", "ms-swift"])
+def test_a_frameworks_quantized_base_keeps_bf16_norms_and_embeddings(cat, framework):
     """axolotl (since 2023-09, commit 1991946c) converts every norm and the embeddings and head back to bf16 after
-    prepare_model_for_kbit_training: against transformers' QLoRA of Llama 3.1 8B at 1 × 2,048 tokens without
+    prepare_model_for_kbit_training; ms-swift never calls it (its 2023 sft.py loads the 4-bit model in bf16 and goes
+    straight to Swift.prepare_model). Against transformers' QLoRA of Llama 3.1 8B at 1 × 2,048 tokens without
     checkpointing, the weights lose 2 bytes on 2 × 128,256 × 4,096 + 65 × 4,096 parameters and the MLP's
-    intermediates are bf16 again (6 × 14,336 B fewer per layer-token)."""
-    kw = dict(mode="qlora", context=2048, batch=1, lora_rank=16, grad_checkpointing=False)
+    intermediates are bf16 (6 × 14,336 B fewer per layer-token); a bf16 LoRA of the same model is the same."""
+    kw = dict(mode="qlora", context=2048, batch=1, lora_rank=16, grad_checkpointing=False, lora_dropout=0.0,
+              precision="mixed")
     hf = _est(cat, "llama-3.1-8b", "bnb-nf4-dq", engine="transformers", **kw)
-    ax = _est(cat, "llama-3.1-8b", "bnb-nf4-dq", engine="axolotl", **kw)
-    assert (hf.per_gpu.weights - ax.per_gpu.weights) * GIB == pytest.approx((2 * 128_256 * 4_096 + 65 * 4_096) * 2,
+    fw = _est(cat, "llama-3.1-8b", "bnb-nf4-dq", engine=framework, **kw)
+    assert (hf.per_gpu.weights - fw.per_gpu.weights) * GIB == pytest.approx((2 * 128_256 * 4_096 + 65 * 4_096) * 2,
                                                                             rel=1e-6)
-    assert (dict(hf.terms)["activations"] - dict(ax.terms)["activations"]) * GIB == pytest.approx(
+    assert (dict(hf.terms)["activations"] - dict(fw.terms)["activations"]) * GIB == pytest.approx(
         2048 * LAYERS * 6 * INTER, rel=1e-9)
+    lora = dict(kw, mode="lora")
+    assert _est(cat, "llama-3.1-8b", "bf16", engine="transformers", **lora).allocated_gib == pytest.approx(
+        _est(cat, "llama-3.1-8b", "bf16", engine=framework, **lora).allocated_gib, rel=1e-9)
     assert training_profile("axolotl", "2023-08-01").kbit_param_bytes == 4  # before the commit: transformers' fp32
 
 
@@ -449,3 +455,56 @@ def test_long_sequences_carry_the_variable_length_caution():
     assert any("20–60 %" in localize(n, "zh") and "打包" in localize(n, "zh") for n in long.notes)
     assert not any("20–60 %" in n for n in short.notes)
     assert not any("20–60 %" in n for n in estimate(spec, fmt, Setup(mode="inference", context=8192)).notes)
+
+
+def test_fsdp_steps_each_shard_with_torchs_adamw_temporary(cat):
+    """PyTorch FSDP (FULL_SHARD, ~ ZeRO-3) steps torch's AdamW on each rank's shard of the flat parameters, and the
+    foreach AdamW makes exp_avg_sq.sqrt() a new tensor: one shard-sized temporary that DeepSpeed's FusedAdam (which
+    updates in place) does not make. Mistral 7B (7.242 B parameters) loaded in bf16 on 2 cards, 2 × 4,096 tokens, no
+    accumulation: at the step each card holds weights 2 + gradients 2 + AdamW states 4 + the temporary 2 bytes per
+    parameter over 2, and the two decoder layers FSDP gathers at once (2 × 218.1 M parameters × 2 bytes: q and o
+    4,096², k and v 4,096 × 1,024, three MLP matrices 4,096 × 14,336) — 34.54 GiB, where fms-acceleration measured
+    33.74 GiB (tmb004, rank 0's torch.cuda.max_memory_allocated; the same at 4 × 4,096: tmb008). Under DeepSpeed
+    the temporary is not there."""
+    kw = dict(mode="full", context=4096, batch=2, gpus=2, zero=3, engine="trl", precision="bf16", grad_accum=1)
+    fsdp = _est(cat, "mistral-7b-v0.1", "bf16", sharder="fsdp", **kw)
+    ds = _est(cat, "mistral-7b-v0.1", "bf16", **kw)
+    layer = 2 * 4096**2 + 2 * 4096 * 1024 + 3 * 4096 * 14_336
+    assert fsdp.allocated_gib * GIB == pytest.approx(10 * 7.242e9 / 2 + 2 * 2 * layer, rel=1e-3)
+    assert fsdp.allocated_gib == pytest.approx(36_225_939_968 / GIB, rel=0.03)
+    assert (fsdp.allocated_gib - ds.allocated_gib) * GIB == pytest.approx(2 * 7.242e9 / 2, rel=1e-3)
+    assert dict(fsdp.terms)["optimizer_step"] * GIB == pytest.approx(2 * 7.242e9 / 2, rel=1e-3)
+    # a LoRA run's temporary is the adapters' shard: nothing that matters
+    lora = dict(mode="lora", context=4096, batch=2, gpus=2, zero=3, engine="trl", grad_accum=1)
+    assert _est(cat, "mistral-7b-v0.1", "bf16", sharder="fsdp", **lora).allocated_gib == pytest.approx(
+        _est(cat, "mistral-7b-v0.1", "bf16", **lora).allocated_gib, abs=0.05)
+    with pytest.raises(GpucostError, match="sharder"):
+        _est(cat, "mistral-7b-v0.1", "bf16", sharder="zero", **kw)
+
+
+def test_a_rows_sharder_comes_from_its_framework_and_notes():
+    """torchtune's and LitGPT's multi-GPU recipes shard with FSDP only; a row whose notes name FSDP and not DeepSpeed
+    was sharded by FSDP; every other ZeRO stage is DeepSpeed's (the column's own meaning)."""
+    from gpucost.validation.corpus import sharder_of
+
+    assert sharder_of({"engine": "torchtune", "notes": ""}) == "fsdp"
+    assert sharder_of({"engine": "litgpt", "notes": "Fabric strategy"}) == "fsdp"
+    assert sharder_of({"engine": "axolotl", "notes": "FSDP2 full shard (zero_stage 3 equivalent)"}) == "fsdp"
+    assert sharder_of({"engine": "trl", "notes": "accelerate FSDP FULL_SHARD"}) == "fsdp"
+    assert sharder_of({"engine": "ms-swift", "notes": "DeepSpeed ZeRO-2 with optimizer offload"}) == "deepspeed"
+    assert sharder_of({"engine": "transformers", "notes": "ds_config zero3.json"}) == "deepspeed"
+    assert sharder_of({"engine": "transformers", "notes": ""}) == "deepspeed"
+
+
+def test_fms_hf_tuning_runs_are_judged_as_trls(cat):
+    """fms-hf-tuning trains with TRL's SFTTrainer, which for a single-card bf16 QLoRA casts the embeddings and head
+    back to bf16 after PEFT's preparation: the corpus judges its rows with TRL's profile, and its baseline QLoRA of
+    Mistral 7B on one A100 (4 × 4,096 tokens, q/k/v/o LoRA r 16) is estimated within 10 % of the 19.25 GiB
+    (20,669,338,112 bytes) fms-acceleration measured — where transformers' fp32 cast said 22.8 GiB."""
+    from gpucost.validation import validate
+
+    r = validate(cat).set_index("id")
+    fms = r[r["source_id"] == "fms-acceleration-bench-a100-80gb"]
+    assert set(fms.loc[fms["role"] == "validation", "engine"]) == {"trl"}
+    assert r.loc["tmb042", "measured"] == pytest.approx(20_669_338_112 / GIB, rel=1e-6)
+    assert abs(r.loc["tmb042", "error_pct"]) < 10

@@ -27,6 +27,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_spec(p, "--batch", "batch", help="concurrent sequences (inference) or micro-batch per GPU (training)")
     add_spec(p, "--gpus", "gpus", help="GPUs the per-GPU breakdown is for")
     add_spec(p, "--zero", "zero")
+    add_spec(p, "--sharder", "sharder")
     add_spec(p, "--offload", "offload")
     p.add_argument("--engine", default=None, choices=FIT_ENGINES,
                    help=f"inference engine (default: llama.cpp for GGUF, else {DEFAULTS.engine}); training: "
@@ -75,7 +76,7 @@ def run(args: argparse.Namespace):
     engine = args.engine or default_engine(fmt, args.mode)
     if args.mode == "inference" and engine not in ENGINES:
         raise GpucostError(f"{engine} is a training framework; pick an inference engine for --mode inference")
-    setup = Setup(mode=args.mode, context=args.context, batch=args.batch, gpus=args.gpus, engine=engine, zero=args.zero,
+    setup = Setup(mode=args.mode, context=args.context, batch=args.batch, gpus=args.gpus, engine=engine, zero=args.zero, sharder=args.sharder,
                   offload=args.offload, lora_rank=args.lora_rank, lora_targets=args.lora_targets,
                   kv_dtype=args.kv_dtype, gpu_layers=args.gpu_layers, cpu_moe=args.cpu_moe, images=args.images, optimizer=args.optimizer,
                   flash_attention=not args.no_flash_attention, grad_checkpointing=not args.no_grad_checkpointing,

@@ -32,7 +32,7 @@ from gpucost.pricing import card_table
 from gpucost.quant import formats, get_format
 from gpucost.records import gpu_records
 from gpucost.serialize import number
-from gpucost.specs import DEFAULTS, SPECS
+from gpucost.specs import DEFAULTS, SHARDERS, SPECS
 from gpucost.speed import decode_speed_cards, efficiency_table, training_time
 from gpucost.ui.chart import TEMPLATE
 from gpucost.ui.shell import Page
@@ -58,12 +58,12 @@ class QuantFitPage(Page):
 
     def __init__(self, model: str = "llama-3.1-8b", quant: str = "q4_k_m", mode: str = "inference",
                  engine: str = "", context: int | str = DEFAULTS.context, batch: int = DEFAULTS.batch, gpus: int = DEFAULTS.gpus, zero: int = 0,
-                 offload: str = "none", lora_rank: int = DEFAULTS.lora_rank, gpu: str = "rtx-4090", train_tokens_m: float = 100.0,
+                 sharder: str = SPECS["sharder"].default, offload: str = "none", lora_rank: int = DEFAULTS.lora_rank, gpu: str = "rtx-4090", train_tokens_m: float = 100.0,
                  budget: float | None = None, images: int = 0, cpu_moe: int = 0, host_bw_gbps: float | None = None,
                  loss_kernel: str = "", precision: str = "", lora_dropout: str = "", lang: str = "en",
                  currency: str | None = None, catalog=None):
         self._init = dict(model=model, quant=quant, mode=mode, engine=engine, context=context, batch=batch, gpus=gpus,
-                          zero=zero, offload=offload, lora_rank=lora_rank, gpu=gpu, train_tokens_m=train_tokens_m,
+                          zero=zero, sharder=sharder, offload=offload, lora_rank=lora_rank, gpu=gpu, train_tokens_m=train_tokens_m,
                           budget=budget, images=images, cpu_moe=cpu_moe, host_bw_gbps=host_bw_gbps,
                           loss_kernel=loss_kernel, precision=precision, lora_dropout=lora_dropout)
         self.est = None
@@ -100,6 +100,11 @@ class QuantFitPage(Page):
         self.context_msg = self.fields["context"].message
         self.zero = w.Dropdown(options=[0, 1, 2, 3], value=i["zero"] if i["zero"] in (0, 1, 2, 3) else 0, style=style)
         self.zero.add_class("gc-fit-zero")
+        # what shards the states at ZeRO 1-3 (DeepSpeed or PyTorch FSDP): FSDP's torch AdamW step keeps a temporary
+        self.sharder = w.Dropdown(options=[(self.opt(f"sharder_{v}"), v) for v in SHARDERS],
+                                  value=i["sharder"] if i["sharder"] in SHARDERS else SPECS["sharder"].default,
+                                  style=style)
+        self.sharder.add_class("gc-fit-sharder")
         self.offload = w.Dropdown(options=["none", "cpu", "nvme"],
                                   value=i["offload"] if i["offload"] in ("none", "cpu", "nvme") else "none", style=style)
         self.offload.add_class("gc-fit-offload")
@@ -163,6 +168,7 @@ class QuantFitPage(Page):
             self.field("fit_mode", self.mode), self.field("fit_engine", self.engine), context, batch, images,
             cpu_moe, host_bw, gpus_field,
             self.field("fit_card", self.card), self.field("fit_zero", self.zero),
+            self.field("fit_sharder", self.sharder, "fit_sharder_help"),
             self.field("fit_offload", self.offload), self.field("fit_loss_kernel", self.loss_kernel, "fit_loss_kernel_help"),
             self.field("fit_precision", self.precision, "fit_precision_help"),
             self.field("fit_lora_dropout", self.lora_dropout, "fit_lora_dropout_help"),
@@ -188,7 +194,7 @@ class QuantFitPage(Page):
         self.results.children = [self.summary, self.fig_box, self.matrix_html, self.speed_html, self.quality_html,
                                  self.errors_html]
         self.mode.observe(self._mode_changed, names="value")
-        for wid in (self.model, self.quant, self.engine, self.zero, self.offload, self.loss_kernel, self.precision,
+        for wid in (self.model, self.quant, self.engine, self.zero, self.sharder, self.offload, self.loss_kernel, self.precision,
                     self.lora_dropout, self.card):
             wid.observe(lambda _: self.safe_refresh(), names="value")
 
@@ -229,7 +235,7 @@ class QuantFitPage(Page):
 
     def url_widgets(self) -> dict:
         return {"model": self.model, "mode": self.mode, "quant": self.quant, "engine": self.engine,
-                "gpu": self.card, "zero": self.zero, "offload": self.offload, "loss_kernel": self.loss_kernel,
+                "gpu": self.card, "zero": self.zero, "sharder": self.sharder, "offload": self.offload, "loss_kernel": self.loss_kernel,
                 "precision": self.precision, "lora_dropout": self.lora_dropout}
 
     def apply_params(self, params: dict) -> None:
@@ -243,6 +249,9 @@ class QuantFitPage(Page):
         self.mode.options = [(self.t(f"fit_mode_{m}"), m) for m in MODES]
         self.mode.value = mode
         self.options(self.offload, ("none", "cpu", "nvme"))
+        keep = self.sharder.value
+        self.sharder.options = [(self.opt(f"sharder_{v}"), v) for v in SHARDERS]
+        self.sharder.value = keep
         keep = self.loss_kernel.value
         self.loss_kernel.options = [(self.opt(v or "loss_framework"), v) for v in self._loss_values]
         self.loss_kernel.value = keep
@@ -327,7 +336,7 @@ class QuantFitPage(Page):
         imgs, moe = self._model_inputs(spec if spec is not None else self._spec())
         return Setup(mode=self.mode.value, context=self.val("context"), batch=self.val("batch"),
                      gpus=self.val("gpus"), engine=self.engine.value,
-                     zero=int(self.zero.value) if training else 0,
+                     zero=int(self.zero.value) if training else 0, sharder=self.sharder.value,
                      offload=self.offload.value if training else "none", lora_rank=self.val("lora_rank"),
                      images=self.val("images") if imgs else 0, cpu_moe=self.val("cpu_moe") if moe else 0,
                      loss_kernel=(self.loss_kernel.value or None) if training else None,

@@ -252,6 +252,22 @@ _NAIVE_SPLIT = re.compile(r"naive model parallel|split (?:over|across) the (?:tw
 _REPLICA_SPLIT = re.compile(r"model copy over (\d+) GPUs with device_map", re.IGNORECASE)
 
 
+#: a multi-GPU run sharded by PyTorch FSDP (FSDP, FSDP2, Lightning's FSDPStrategy), not by DeepSpeed
+_FSDP = re.compile(r"\bFSDP", re.IGNORECASE)
+_DEEPSPEED = re.compile(r"deepspeed|\bds_config|zero[ _-]?[123]\b(?! equivalent)|zero3\b(?! equivalent)", re.IGNORECASE)
+#: the frameworks whose multi-GPU recipes shard with FSDP only (torchtune's distributed recipes, LitGPT's Fabric)
+_FSDP_FRAMEWORKS = ("torchtune", "litgpt")
+
+
+def sharder_of(row: dict) -> str:
+    """What sharded a row's states over its cards: "fsdp" where the framework only shards with FSDP or the notes name
+    FSDP and not DeepSpeed, else "deepspeed" (the ZeRO stage column's own meaning)."""
+    notes = str(row.get("notes") or "")
+    if str(row.get("engine") or "").lower() in _FSDP_FRAMEWORKS:
+        return "fsdp"
+    return "fsdp" if _FSDP.search(notes) and not _DEEPSPEED.search(notes) else "deepspeed"
+
+
 def lora_targets_of(row: dict) -> str:
     """The LoRA target set a row's notes state (q and v only, the attention projections only), else every Linear."""
     notes = str(row.get("notes") or "")
@@ -326,6 +342,7 @@ def _training_memory(row: dict, spec, fmt, reserve_ratio: float | None = None, v
         raise GpucostError(f"{gpus} cards do not split into replicas of {pp} pipeline stages")
     s = Setup(mode=str(row.get("mode") or "full"), context=max(ctx, 1), batch=_int(row.get("batch"), 1),
               gpus=gpus, pp=pp, engine=framework, zero=zero, offload=offload if zero else "none",
+              sharder=sharder_of(row),
               lora_rank=_int(row.get("lora_rank"), Setup.lora_rank), optimizer=opt or None,
               lora_targets=lora_targets_of(row), grad_checkpointing=ckpt, flash_attention=True,
               framework_as_of=str(row.get("as_of") or "") or None,
