@@ -59,7 +59,6 @@ from gpucost.memory_profiles import (  # noqa: F401 (part of this module's API)
     OPTIMIZERS,
     PRECISIONS,
     SGLANG_FRACTION_BY_TP,
-    SHARDERS,
     TRAINING_FRAMEWORKS,
     VAE_CHANNELS,
     VAE_LIVE_TENSORS,
@@ -86,7 +85,7 @@ from gpucost.quant import (
     weights_file_gib,
 )
 from gpucost.serialize import Record, fields_dict, jsonable, number
-from gpucost.specs import DEFAULTS
+from gpucost.specs import DEFAULTS, SHARDERS
 
 # --------------------------------------------------------------------------------------------------
 # Records
@@ -123,7 +122,7 @@ class Setup:
     zero: int = 0
     #: training: what shards the states over the cards at ``zero`` 1-3: deepspeed (ZeRO; its FusedAdam updates in
     #: place) or fsdp (PyTorch FSDP; torch's AdamW steps each shard with a state-sized temporary)
-    sharder: str = "deepspeed"
+    sharder: str = DEFAULTS.sharder
     offload: str = "none"
     lora_rank: int = 16
     lora_targets: str = "all-linear"

@@ -6,7 +6,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gpucost.specs import ENGINES as SPEC_ENGINES
-from gpucost.specs import SHARDERS  # noqa: F401 (part of this module's API)
 
 MODES = ("inference", "full", "lora", "qlora")
 ENGINES = SPEC_ENGINES  # the one list (gpucost.specs); ENGINE_PROFILES below covers exactly these

@@ -333,6 +333,7 @@ class Defaults:
     mode: str
     quant: str
     max_gpus: int
+    sharder: str
 
 
 DEFAULTS = Defaults(**{k: SPECS[k].default for k in Defaults.__dataclass_fields__})

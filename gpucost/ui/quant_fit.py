@@ -58,7 +58,7 @@ class QuantFitPage(Page):
 
     def __init__(self, model: str = "llama-3.1-8b", quant: str = "q4_k_m", mode: str = "inference",
                  engine: str = "", context: int | str = DEFAULTS.context, batch: int = DEFAULTS.batch, gpus: int = DEFAULTS.gpus, zero: int = 0,
-                 sharder: str = SPECS["sharder"].default, offload: str = "none", lora_rank: int = DEFAULTS.lora_rank, gpu: str = "rtx-4090", train_tokens_m: float = 100.0,
+                 sharder: str = DEFAULTS.sharder, offload: str = "none", lora_rank: int = DEFAULTS.lora_rank, gpu: str = "rtx-4090", train_tokens_m: float = 100.0,
                  budget: float | None = None, images: int = 0, cpu_moe: int = 0, host_bw_gbps: float | None = None,
                  loss_kernel: str = "", precision: str = "", lora_dropout: str = "", lang: str = "en",
                  currency: str | None = None, catalog=None):
@@ -101,9 +101,8 @@ class QuantFitPage(Page):
         self.zero = w.Dropdown(options=[0, 1, 2, 3], value=i["zero"] if i["zero"] in (0, 1, 2, 3) else 0, style=style)
         self.zero.add_class("gc-fit-zero")
         # what shards the states at ZeRO 1-3 (DeepSpeed or PyTorch FSDP): FSDP's torch AdamW step keeps a temporary
-        self.sharder = w.Dropdown(options=[(self.opt(f"sharder_{v}"), v) for v in SHARDERS],
-                                  value=i["sharder"] if i["sharder"] in SHARDERS else SPECS["sharder"].default,
-                                  style=style)
+        self.sharder = w.Dropdown(options=[(self.opt(v), v) for v in SHARDERS],
+                                  value=i["sharder"] if i["sharder"] in SHARDERS else DEFAULTS.sharder, style=style)
         self.sharder.add_class("gc-fit-sharder")
         self.offload = w.Dropdown(options=["none", "cpu", "nvme"],
                                   value=i["offload"] if i["offload"] in ("none", "cpu", "nvme") else "none", style=style)
@@ -249,9 +248,7 @@ class QuantFitPage(Page):
         self.mode.options = [(self.t(f"fit_mode_{m}"), m) for m in MODES]
         self.mode.value = mode
         self.options(self.offload, ("none", "cpu", "nvme"))
-        keep = self.sharder.value
-        self.sharder.options = [(self.opt(f"sharder_{v}"), v) for v in SHARDERS]
-        self.sharder.value = keep
+        self.options(self.sharder, SHARDERS)
         keep = self.loss_kernel.value
         self.loss_kernel.options = [(self.opt(v or "loss_framework"), v) for v in self._loss_values]
         self.loss_kernel.value = keep
