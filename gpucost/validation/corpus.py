@@ -25,6 +25,8 @@ without a column are read from its notes):
   Cut Cross-Entropy, FlashAttention-2 (K and V kept at their own heads), the gradient accumulation steps, pure bf16
   full fine-tuning (an HF Trainer run of a model loaded in bf16), one process split over its cards by device_map
   (pipeline stages) and a figure that is the total over the GPUs; an optimizer gpucost does not model is skipped.
+* Serving: a run whose launch command turns on speculative decoding (``--speculative-*``) or disaggregates prefill
+  and decode is skipped with that reason (gpucost's step model emits one token per sequence a step, on one pool).
 * A row whose notes say ``NOT JUDGED:`` (the source document itself calls its run unrepresentative — a host it
   says was misconfigured, a run it superseded) stays in the corpus for the record, with the source's words, but
   is neither fitted on nor judged.
@@ -440,6 +442,9 @@ _SETTINGS = ((re.compile(r"--max[-_]num[-_]seqs?[ =](\d+)|--max[-_]batch[-_]size
                          r"|--max[-_]running[-_]requests[ =](\d+)"), "max_running"),
              (re.compile(r"--max[-_]num[-_]batched[-_]tokens[ =](\d+)|--max[-_]num[-_]tokens[ =](\d+)"
                          r"|--chunked[-_]prefill[-_]size[ =](\d+)"), "token_budget"))
+#: a launch command that turns on speculative decoding (SGLang's and vLLM's --speculative-* flags: EAGLE, NEXTN/MTP):
+#: several tokens per step, which gpucost's step model does not have
+_SPECULATIVE = re.compile(r"--speculative[-_](?:algo|algorithm|config|model|num)")
 _MAX_MODEL_LEN = re.compile(r"--max[-_]model[-_]len[ =](\d+)")
 _KV_FP8 = re.compile(r"kv[-_]cache[-_]dtype[ =]fp8", re.IGNORECASE)
 #: vLLM's benchmark_throughput.py and bench_serving send 1,000 prompts unless told otherwise (--num-prompts default)
@@ -518,6 +523,8 @@ def _replay_row(row: dict, spec, fmt, catalog: Catalog, table: dict[str, EngineE
     notes = str(row.get("notes") or "")
     if "disaggregat" in notes.lower():
         raise GpucostError("prefill-decode disaggregation is not modelled")
+    if _SPECULATIVE.search(notes):
+        raise GpucostError("speculative decoding is not modelled")
     gpu = _gpu(row, catalog)
     prompt, gen = number(row.get("prompt_tokens")), number(row.get("gen_tokens"))
     if not prompt or not gen:
