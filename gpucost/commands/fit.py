@@ -76,8 +76,8 @@ def run(args: argparse.Namespace):
     engine = args.engine or default_engine(fmt, args.mode)
     if args.mode == "inference" and engine not in ENGINES:
         raise GpucostError(f"{engine} is a training framework; pick an inference engine for --mode inference")
-    setup = Setup(mode=args.mode, context=args.context, batch=args.batch, gpus=args.gpus, engine=engine, zero=args.zero, sharder=args.sharder,
-                  offload=args.offload, lora_rank=args.lora_rank, lora_targets=args.lora_targets,
+    setup = Setup(mode=args.mode, context=args.context, batch=args.batch, gpus=args.gpus, engine=engine, zero=args.zero,
+                  sharder=args.sharder, offload=args.offload, lora_rank=args.lora_rank, lora_targets=args.lora_targets,
                   kv_dtype=args.kv_dtype, gpu_layers=args.gpu_layers, cpu_moe=args.cpu_moe, images=args.images, optimizer=args.optimizer,
                   flash_attention=not args.no_flash_attention, grad_checkpointing=not args.no_grad_checkpointing,
                   loss_kernel=args.loss_kernel, lora_dropout=args.lora_dropout, precision=args.precision,

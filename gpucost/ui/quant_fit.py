@@ -58,12 +58,14 @@ class QuantFitPage(Page):
 
     def __init__(self, model: str = "llama-3.1-8b", quant: str = "q4_k_m", mode: str = "inference",
                  engine: str = "", context: int | str = DEFAULTS.context, batch: int = DEFAULTS.batch, gpus: int = DEFAULTS.gpus, zero: int = 0,
-                 sharder: str = DEFAULTS.sharder, offload: str = "none", lora_rank: int = DEFAULTS.lora_rank, gpu: str = "rtx-4090", train_tokens_m: float = 100.0,
+                 sharder: str = DEFAULTS.sharder, offload: str = "none", lora_rank: int = DEFAULTS.lora_rank,
+                 gpu: str = "rtx-4090", train_tokens_m: float = 100.0,
                  budget: float | None = None, images: int = 0, cpu_moe: int = 0, host_bw_gbps: float | None = None,
                  loss_kernel: str = "", precision: str = "", lora_dropout: str = "", lang: str = "en",
                  currency: str | None = None, catalog=None):
         self._init = dict(model=model, quant=quant, mode=mode, engine=engine, context=context, batch=batch, gpus=gpus,
-                          zero=zero, sharder=sharder, offload=offload, lora_rank=lora_rank, gpu=gpu, train_tokens_m=train_tokens_m,
+                          zero=zero, sharder=sharder, offload=offload, lora_rank=lora_rank, gpu=gpu,
+                          train_tokens_m=train_tokens_m,
                           budget=budget, images=images, cpu_moe=cpu_moe, host_bw_gbps=host_bw_gbps,
                           loss_kernel=loss_kernel, precision=precision, lora_dropout=lora_dropout)
         self.est = None
@@ -193,8 +195,8 @@ class QuantFitPage(Page):
         self.results.children = [self.summary, self.fig_box, self.matrix_html, self.speed_html, self.quality_html,
                                  self.errors_html]
         self.mode.observe(self._mode_changed, names="value")
-        for wid in (self.model, self.quant, self.engine, self.zero, self.sharder, self.offload, self.loss_kernel, self.precision,
-                    self.lora_dropout, self.card):
+        for wid in (self.model, self.quant, self.engine, self.zero, self.sharder, self.offload, self.loss_kernel,
+                    self.precision, self.lora_dropout, self.card):
             wid.observe(lambda _: self.safe_refresh(), names="value")
 
     def _precision_options(self) -> list[tuple[str, str]]:
@@ -234,8 +236,8 @@ class QuantFitPage(Page):
 
     def url_widgets(self) -> dict:
         return {"model": self.model, "mode": self.mode, "quant": self.quant, "engine": self.engine,
-                "gpu": self.card, "zero": self.zero, "sharder": self.sharder, "offload": self.offload, "loss_kernel": self.loss_kernel,
-                "precision": self.precision, "lora_dropout": self.lora_dropout}
+                "gpu": self.card, "zero": self.zero, "sharder": self.sharder, "offload": self.offload,
+                "loss_kernel": self.loss_kernel, "precision": self.precision, "lora_dropout": self.lora_dropout}
 
     def apply_params(self, params: dict) -> None:
         """Mode first (it picks a format the mode can use), then the rest."""

@@ -256,7 +256,7 @@ _REPLICA_SPLIT = re.compile(r"model copy over (\d+) GPUs with device_map", re.IG
 
 #: a multi-GPU run sharded by PyTorch FSDP (FSDP, FSDP2, Lightning's FSDPStrategy), not by DeepSpeed
 _FSDP = re.compile(r"\bFSDP", re.IGNORECASE)
-_DEEPSPEED = re.compile(r"deepspeed|\bds_config|zero[ _-]?[123]\b(?! equivalent)|zero3\b(?! equivalent)", re.IGNORECASE)
+_DEEPSPEED = re.compile(r"deepspeed|\bds_config|zero[ _-]?[123]\b(?! equivalent)", re.IGNORECASE)
 #: the frameworks whose multi-GPU recipes shard with FSDP only (torchtune's distributed recipes, LitGPT's Fabric)
 _FSDP_FRAMEWORKS = ("torchtune", "litgpt")
 
@@ -442,9 +442,12 @@ _SETTINGS = ((re.compile(r"--max[-_]num[-_]seqs?[ =](\d+)|--max[-_]batch[-_]size
                          r"|--max[-_]running[-_]requests[ =](\d+)"), "max_running"),
              (re.compile(r"--max[-_]num[-_]batched[-_]tokens[ =](\d+)|--max[-_]num[-_]tokens[ =](\d+)"
                          r"|--chunked[-_]prefill[-_]size[ =](\d+)"), "token_budget"))
-#: a launch command that turns on speculative decoding (SGLang's and vLLM's --speculative-* flags: EAGLE, NEXTN/MTP):
-#: several tokens per step, which gpucost's step model does not have
-_SPECULATIVE = re.compile(r"--speculative[-_](?:algo|algorithm|config|model|num)")
+#: serving runs whose notes name a way of serving gpucost's step model (one token per sequence a step, on one pool)
+#: does not have: skipped with the reason — prefill and decode on separate pools, or a launch command that turns on
+#: speculative decoding (SGLang's and vLLM's --speculative-* flags: EAGLE, NEXTN/MTP, several tokens a step)
+_NOT_MODELLED_SERVING = ((re.compile(r"disaggregat", re.IGNORECASE), "prefill-decode disaggregation is not modelled"),
+                         (re.compile(r"--speculative[-_](?:algo|algorithm|config|model|num)"),
+                          "speculative decoding is not modelled"))
 _MAX_MODEL_LEN = re.compile(r"--max[-_]model[-_]len[ =](\d+)")
 _KV_FP8 = re.compile(r"kv[-_]cache[-_]dtype[ =]fp8", re.IGNORECASE)
 #: vLLM's benchmark_throughput.py and bench_serving send 1,000 prompts unless told otherwise (--num-prompts default)
@@ -521,10 +524,9 @@ def _replay_row(row: dict, spec, fmt, catalog: Catalog, table: dict[str, EngineE
     row's requests, clients (spread over the replicas), engine scheduling, KV cache and step model."""
     engine = engine_of(row)
     notes = str(row.get("notes") or "")
-    if "disaggregat" in notes.lower():
-        raise GpucostError("prefill-decode disaggregation is not modelled")
-    if _SPECULATIVE.search(notes):
-        raise GpucostError("speculative decoding is not modelled")
+    for rx, reason in _NOT_MODELLED_SERVING:
+        if rx.search(notes):
+            raise GpucostError(reason)
     gpu = _gpu(row, catalog)
     prompt, gen = number(row.get("prompt_tokens")), number(row.get("gen_tokens"))
     if not prompt or not gen:
