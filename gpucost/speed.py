@@ -131,10 +131,18 @@ def _efficiency_table(df) -> dict[str, EngineEfficiency]:
     return out
 
 
-def kernel_family(fmt: QuantFormat) -> str:
+#: engines that read only GGUF files: every quantized format they run is a ggml block type, decoded by the same
+#: MMVQ / MMQ kernels (MXFP4 too: GGML_TYPE_MXFP4, 32 E2M1 values and one E8M0 scale per block, in ggml-cuda's
+#: mmvq.cu and mmq.cu beside Q4_0 — kernel_paths._MMQ_TYPES)
+GGML_ENGINES = ("llama.cpp",)
+
+
+def kernel_family(fmt: QuantFormat, engine: str | None = None) -> str:
     """The kernel path a format decodes through (factors may differ per path): float, fp8, bnb-int8
-    (bitsandbytes' int8 matmul), bnb-4bit, gptq, awq, gguf."""
+    (bitsandbytes' int8 matmul), bnb-4bit, gptq, awq, gguf (in a GGML engine, every block-quantized format)."""
     fid = fmt.id.lower()
+    if engine in GGML_ENGINES and fmt.family == "mx":
+        return "gguf"
     if fid.startswith("bnb-int8"):
         return "bnb-int8"
     if fid.startswith("bnb-"):
@@ -151,7 +159,7 @@ def factor_keys(engine: str, fmt: QuantFormat | None = None, backend: str = "cud
     """Rows of data/engine_efficiency.csv that may hold an engine's factors, most specific first:
     ``engine/backend/kernel``, ``engine/kernel``, ``engine/backend``, ``engine`` (CUDA is the default
     backend and the float path the default kernel)."""
-    fam = kernel_family(fmt) if fmt is not None else "float"
+    fam = kernel_family(fmt, engine) if fmt is not None else "float"
     keys = []
     if backend and backend != "cuda":
         keys += [f"{engine}/{backend}/{fam}"] if fam != "float" else []

@@ -226,3 +226,20 @@ def test_experts_in_cpu_ram_cost_their_reads_at_the_hosts_bandwidth(cat):
     assert 1024 / p.prefill_tokens_per_s - 1024 / p0.prefill_tokens_per_s == pytest.approx(
         copies - read_prompt / (rtx.mem_bandwidth_gbps * 1e9 * p.efficiency["bw_efficiency"]), rel=1e-6)
     assert any("--n-cpu-moe 18" in n for n in slow.notes)
+
+
+def test_llama_cpp_reads_mxfp4_through_its_gguf_kernels_vllm_through_its_own(cat, factors):
+    """In llama.cpp MXFP4 is a ggml block type (32 E2M1 values and one scale, decoded by the MMVQ/MMQ kernels of
+    Q4_0): a llama.cpp run of gpt-oss takes the GGUF key's factors; vLLM's MXFP4 keeps a key of its own."""
+    from gpucost.speed import factor_keys
+
+    mx = get_format("mxfp4", cat)
+    assert factor_keys("llama.cpp", mx) == ["llama.cpp/gguf", "llama.cpp"]
+    assert factor_keys("llama.cpp", get_format("q4_0", cat)) == ["llama.cpp/gguf", "llama.cpp"]
+    assert factor_keys("vllm", mx) == ["vllm/mx", "vllm"]
+    assert "llama.cpp/mx" not in factors
+    f = factors["llama.cpp/gguf"]
+    s = catalog_spec("gpt-oss-20b", cat)
+    sp = speed(s, mx, gpu(cat, "rtx-4090"), context=512, engine="llama.cpp", catalog=cat)
+    t = sp.bytes_per_step / (1008e9 * float(f["bw_efficiency"])) + 24 * float(f["layer_overhead_ms"]) / 1e3
+    assert sp.decode_tokens_per_s == pytest.approx(1 / t, rel=1e-6)

@@ -4,6 +4,7 @@ without the document whose rows are judged. Memory and file size have no fitted 
 
 from __future__ import annotations
 
+import csv
 import subprocess
 import sys
 from pathlib import Path
@@ -432,3 +433,20 @@ def test_a_reserved_peak_is_judged_against_what_the_card_can_hold(cat, results):
                     & (results["role"] == "validation")]
     vram = {g: r.vram_gib for g, r in gpu_records(cat).items()}
     assert (alloc["estimate"] > alloc["gpu"].map(vram)).any()
+
+
+def test_a_prompt_row_on_a_card_without_a_dense_throughput_figure_sizes_no_compute(cat, results):
+    """llama.cpp's DGX Spark page (GB10: gpus.csv has no dense throughput figure for it): its prompt rows are not
+    estimated and enter no fit (their compute time would be zero, any compute efficiency as good as another);
+    its decode rows, bound by memory, are fitted and judged."""
+    from gpucost.validation.fit import corpus_terms
+
+    ids = {t.id for t in corpus_terms(cat)}
+    doc = results[results["source_id"] == "llamacpp-benches-dgx-spark"]
+    pre, dec = doc[doc["category"] == "prefill_speed"], doc[doc["category"] == "decode_speed"]
+    assert len(pre) == 25 and len(dec) == 25
+    assert set(pre["role"]) == {"skipped"} and not set(pre["id"]) & ids
+    assert (dec["role"] == "validation").all() and set(dec["id"]) <= ids
+    with open(ROOT / "data" / "engine_efficiency.csv", encoding="utf-8") as fh:
+        eff = [float(r["compute_efficiency"]) for r in csv.DictReader(fh) if r["compute_efficiency"]]
+    assert min(eff) > 0.1   # no factor sits at the fit grid's floor

@@ -109,7 +109,7 @@ def terms_of(row: dict, catalog: Catalog) -> Terms | None:
     if not spec.is_llm:
         return None
     keys = tuple(factor_keys(engine, fmt, key_backend(engine, backend_of(row), gpu)))
-    if kernel_family(fmt) not in DEFAULT_KERNELS.get(engine, ("float",)):
+    if kernel_family(fmt, engine) not in DEFAULT_KERNELS.get(engine, ("float",)):
         keys = tuple(k for k in keys if k != engine)  # the engine's own factors are its default path's
     peak = peak_tflops(gpu, fmt, engine) or math.inf
     ctx, prompt, gen = _tokens(row)
@@ -129,9 +129,11 @@ def terms_of(row: dict, catalog: Catalog) -> Terms | None:
     if batch != 1:
         return None
     pt = prompt_terms(spec, fmt, gpu, prompt=p, engine=engine, backend=backend_of(row), software=sw)
+    if not pt.peak:  # a card with no dense throughput figure: the row is not estimated, nor can it size compute
+        return None
     seconds = p / value if row["category"] == "prefill_speed" else value / 1000.0
     return Terms(str(row["id"]), source_of(row), keys, "prefill", pt.weight_bytes, 0.0, pt.flops, pt.layers,
-                 gpu.mem_bandwidth_gbps, pt.peak or math.inf, 1.0, p, seconds)
+                 gpu.mem_bandwidth_gbps, pt.peak, 1.0, p, seconds)
 
 
 # --------------------------------------------------------------------------------------------------
