@@ -58,6 +58,8 @@ def _unknown_statistic(ok) -> None:
             alt.append((row_estimate(row, cat) / comparison_value(row)[0] - 1) * 100)
         except GpucostError:
             continue
+    if not alt:
+        return
     print(f"\ntraining rows that do not say what they measured: {len(unk)} / {unk['source_id'].nunique()} documents; "
           f"median signed {unk['error_pct'].median():+.1f} % against the allocated peak (as judged), "
           f"{np.median(alt):+.1f} % had each been an nvidia-smi reading (reserved peak + CUDA context)")
