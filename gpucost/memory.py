@@ -67,6 +67,7 @@ from gpucost.memory_profiles import (  # noqa: F401 (part of this module's API)
     EngineProfile,
     Optimizer,
     TrainingProfile,
+    holds_two_kv_caches,
 )
 from gpucost.memory_training import (  # noqa: F401 (part of this module's API)
     TRAINING_TERMS,
@@ -139,7 +140,8 @@ class Setup:
     optimizer: str | None = None     # None: adamw (full, lora) / paged-adamw (qlora)
     optimizer_in_backward: bool | None = None
     image_size: int | None = None    # diffusion [pixels per side]
-    #: training: the date the framework's behaviour is taken at (data/training_profiles.csv; None: the newest)
+    #: the date the engine's or framework's behaviour is taken at (training: data/training_profiles.csv; inference:
+    #: transformers' KV cache layout, memory_profiles.holds_two_kv_caches); None: the newest
     framework_as_of: str | None = None
     loss_kernel: str | None = None   # training: a fused loss that keeps no logits (LOSS_KERNELS); None: the framework's
     #: training: the caching allocator's reserved ÷ allocated peak (None: data/allocator.csv's)
@@ -397,6 +399,8 @@ def _inference_bytes(a: dict, N, s: Setup, profile: EngineProfile) -> dict[str, 
         kv = kv_gpu_all * shard
     else:
         kv = kv_gpu_all / N
+    if holds_two_kv_caches(s.engine, s.framework_as_of):
+        kv = 2 * kv
     act = _inference_activation_bytes(a, N if tensor else 1.0, ctx, batch, prompt, s.flash_attention, profile)
     overhead = np.full(np.broadcast(weights, kv).shape, CUDA_CONTEXT_GIB * GIB)
     llm = a["is_llm"] > 0
@@ -513,6 +517,12 @@ def _check_training(spec: ModelSpec, fmt: QuantFormat, s: Setup) -> Setup:
     if s.mode in ("lora", "qlora") and s.lora_rank < 1:
         raise GpucostError(f"LoRA rank must be >= 1, not {s.lora_rank}")
     _check_parallel_split(spec, s)
+    if s.precision is None and s.mode == "full" and fmt.id == "fp32":
+        # full fine-tuning of fp32 weights keeps weights and gradients in fp32 and no second (master) copy,
+        # whether or not autocast computes in 16 bits: what a paged optimizer or an offload moves off the card is
+        # then the optimizer states only (bitsandbytes PR #1908's fp32 Qwen3-0.6B: PagedAdamW peaks at 5.8 GiB
+        # allocated, above the weights and gradients' 4.5 GiB)
+        s = replace(s, precision="fp32")
     return s
 
 
@@ -580,6 +590,8 @@ def estimate(spec: ModelSpec, fmt: QuantFormat, setup: Setup | None = None, **kw
             notes.append(Message("mn_context_over", context=s.context, max=spec.max_context))
         if s.images:
             notes.append(Message("mn_images", n=s.images, tokens=spec.image_tokens))
+        if holds_two_kv_caches(s.engine, s.framework_as_of):
+            notes.append(Message("mn_tuple_cache"))
         if prof.preallocate == "total":
             notes.append(Message("mn_prealloc", engine=s.engine, param=PREALLOC_PARAM.get(s.engine, "fraction"),
                                  fraction=f"{preallocate_fraction(s.engine, s.gpus):g}"))

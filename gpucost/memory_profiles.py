@@ -23,6 +23,23 @@ INFERENCE_GPU_COUNTS = (1, 2, 3, 4, 6, 8, 16)
 CUDA_CONTEXT_GIB = 0.25
 
 
+#: transformers before v4.36.0 (2023-12-11; the Cache classes, "DynamicCache (type of past_key_value introduced
+#: in transformers v4.36.0)", https://github.com/intel/ipex-llm/pull/9674; vLLM moved to it on 2023-12-12,
+#: https://github.com/vllm-project/vllm/pull/2046) kept the KV cache as a tuple of per-layer tensors that every
+#: decode step rebuilds with torch.cat (modeling_llama.py 4.35: key_states = torch.cat([past_key_value[0],
+#: key_states], dim=2)); generate() still holds the previous step's tuple in model_kwargs["past_key_values"]
+#: while the forward builds the next one, so the step's peak holds two whole caches. DynamicCache replaces
+#: each layer's tensor as it goes (one layer's copy at a time). Remote-code models that still keep tuples
+#: (Qwen-1, ChatGLM2/3, Baichuan) behave the old way on any version; gpucost does not know which those are.
+TRANSFORMERS_TUPLE_CACHE_BEFORE = "2023-12-11"
+
+
+def holds_two_kv_caches(engine: str, as_of: str | None) -> bool:
+    """Whether a decode step of ``engine`` at the date ``as_of`` (None: today) holds two KV caches at its
+    peak (:data:`TRANSFORMERS_TUPLE_CACHE_BEFORE`)."""
+    return engine == "transformers" and as_of is not None and str(as_of) < TRANSFORMERS_TUPLE_CACHE_BEFORE
+
+
 @dataclass(frozen=True)
 class EngineProfile:
     """How an inference engine lays out memory. Every field has its source in :data:`ENGINE_PROFILES`."""

@@ -182,7 +182,7 @@ def _inference_memory(row: dict, spec, fmt, catalog: Catalog) -> float:
     context = ctx if ctx > 0 else max(prompt + gen, 1)
     prompt = min(prompt if prompt > 0 else (ctx if engine != "llama.cpp" else min(max(ctx, 1), 512)), context)
     s = Setup(mode="inference", context=max(context, 1), prompt=max(prompt, 1), batch=batch, gpus=gpus, engine=engine,
-              flash_attention=FLASH_BY_ENGINE.get(engine, True))
+              flash_attention=FLASH_BY_ENGINE.get(engine, True), framework_as_of=str(row.get("as_of") or "") or None)
     est = estimate(spec, fmt, s)
     kind = str(row.get("measure_kind") or "unknown")
     prof = ENGINE_PROFILES[engine]
