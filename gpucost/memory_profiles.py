@@ -56,6 +56,9 @@ class EngineProfile:
     kv_dtypes: tuple[str, ...]
     source: str
     fp16_accumulate: bool = False    # FP16 matrix math accumulates in FP16 (cuBLAS CUBLAS_COMPUTE_16F)
+    #: passes a decode step makes over the KV cache: 1 where it is written in place and read by attention; 3 where
+    #: each step copies the whole cache into a new tensor one token longer (read + write) before attention reads it
+    kv_passes: float = 1.0
 
 
 #: Engine memory profiles. Sources:
@@ -77,7 +80,11 @@ class EngineProfile:
 ENGINE_PROFILES: dict[str, EngineProfile] = {
     "transformers": EngineProfile(
         "transformers", "layer", True, False, False, "hf", None, None, None, ("fp16", "bf16", "fp32"),
-        "transformers generate(): whole prompt in one pass, DynamicCache, logits_to_keep=1"),
+        "transformers generate(): whole prompt in one pass, DynamicCache, logits_to_keep=1",
+        # every decode step appends by copying: transformers/cache_utils.py DynamicLayer.update, self.keys =
+        # torch.cat([self.keys, key_states], dim=-2) (and the tuple cache before 4.36: modeling_llama.py
+        # key_states = torch.cat([past_key_value[0], key_states], dim=2)); StaticCache, not the default, writes in place
+        kv_passes=3.0),
     "vllm": EngineProfile(
         "vllm", "tensor", True, True, True, "vllm", 2048, "total", 0.9, ("fp16", "bf16", "fp8"),
         "https://github.com/vllm-project/vllm/blob/main/docs/configuration/optimization.md; "

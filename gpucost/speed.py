@@ -291,9 +291,15 @@ def _weights_read(spec: ModelSpec, fmt: QuantFormat, tokens: float) -> float:
 
 
 def _kv_read(spec: ModelSpec, fmt: QuantFormat, batch: float, context: float, engine: str, kv_dtype: str) -> float:
-    """KV-cache bytes a decode step of ``batch`` sequences at ``context`` tokens reads, whole model."""
+    """KV-cache bytes a decode step of ``batch`` sequences at ``context`` tokens moves, whole model: the cache
+    times the engine's passes over it (``EngineProfile.kv_passes``: transformers copies it each step), and a hybrid
+    model's recurrent state once (updated in place)."""
     a = _arrays(((spec, fmt),))
-    return float(kv_cache_bytes(a, context, batch, KV_DTYPE_BYTES[kv_dtype], ENGINE_PROFILES[engine])[0])
+    prof = ENGINE_PROFILES[engine]
+    total = float(kv_cache_bytes(a, context, batch, KV_DTYPE_BYTES[kv_dtype], prof)[0])
+    state = float(np.asarray(a["state_vals"]).ravel()[0]) * STATE_BYTES.get(prof.activation_model, STATE_BYTES_DEFAULT) \
+        * batch
+    return (total - state) * prof.kv_passes + state
 
 
 def _decode_bytes(spec: ModelSpec, fmt: QuantFormat, batch: float, context: float, engine: str,
@@ -507,7 +513,8 @@ def step_cost(spec: ModelSpec, fmt: QuantFormat, gpu: Gpu, *, gpus: int = 1, eng
     return StepCost(
         dense_bytes=dense * f, expert_bytes=expert * f,
         route_share=spec.experts_per_token / spec.num_experts if spec.is_moe else 0.0,
-        kv_full=vals * (a["n_full"] + a["n_swa"] - n_swa) * kvb * f, kv_window=vals * n_swa * kvb * f,
+        kv_full=vals * (a["n_full"] + a["n_swa"] - n_swa) * kvb * f * prof.kv_passes,
+        kv_window=vals * n_swa * kvb * f * prof.kv_passes,
         window=window if window else math.inf, kv_state=state * f,
         flops_dense=2 * (spec.params_active - embed) * f,
         attn_full=4 * qk * (len(spec.attention_layers) - f_swa) * f,

@@ -56,6 +56,21 @@ def test_transformers_generate_is_bound_by_kernel_launches(cat, factors):
     assert sp.decode_tokens_per_s == pytest.approx(1 / (sp.bytes_per_step / (2039e9 * eta) + 24 * c_ms / 1e3))
 
 
+def test_transformers_copies_the_kv_cache_every_decode_step(cat):
+    """transformers appends to its cache with torch.cat: each step reads the cache, writes it one token longer, and
+    attention reads it — three passes where vLLM's paged cache is read once. Llama 2 7B fp16, 64 sequences of 512
+    tokens: the cache is 2 × 32 layers × 4096 × 2 B × 512 × 64 = 16 GiB."""
+    s, fp16, a100 = catalog_spec("llama-2-7b", cat), get_format("fp16", cat), gpu(cat, "a100-80gb-sxm")
+    kv = 2 * 32 * 4096 * 2 * 512 * 64
+    assert kv == 16 * 2**30
+    hf = speed(s, fp16, a100, batch=64, context=512, engine="transformers", catalog=cat)
+    vllm = speed(s, fp16, a100, batch=64, context=512, engine="vllm", catalog=cat)
+    assert hf.bytes_per_step - vllm.bytes_per_step == pytest.approx(2 * kv, rel=1e-9)
+    one = speed(s, fp16, a100, batch=1, context=512, engine="transformers", catalog=cat)
+    one_vllm = speed(s, fp16, a100, batch=1, context=512, engine="vllm", catalog=cat)
+    assert one.bytes_per_step - one_vllm.bytes_per_step == pytest.approx(2 * kv / 64, rel=1e-9)
+
+
 def test_transformers_runs_moe_experts_as_a_loop(cat, factors):
     """transformers 4.x runs a mixture-of-experts block as a Python loop over experts (gpucost.kernel_paths):
     over all of them until 4.52 (Mixtral), over those hit after; transformers 5 runs them batched."""

@@ -19,7 +19,8 @@ without a column are read from its notes):
   ``reserved`` with the caching allocator's reserved peak, ``nvidia_smi`` with it and the CUDA context, every
   other kind with the allocated peak (:mod:`gpucost.validation.allocator`).
 * Inference memory: ``context`` is the KV length allocated (llama.cpp ``-c``, vLLM ``max_model_len``),
-  else prompt + generated tokens; the prompt (the largest forward pass) is ``prompt_tokens`` when given.
+  else prompt + generated tokens; the prompt (the largest forward pass) is ``prompt_tokens`` when given; the
+  row's ``as_of`` dates the engine (transformers before 4.36 held two KV caches at a decode step).
 * Training memory: the framework's row of data/training_profiles.csv in force on the row's date; from its notes,
   the LoRA targets ("query+value only", "on q_proj k_proj v_proj o_proj"), the LoRA dropout ("dropout 0.1"),
   Cut Cross-Entropy, FlashAttention-2 (K and V kept at their own heads), the gradient accumulation steps, pure bf16
