@@ -362,7 +362,7 @@ class PromptTerms:
 
 
 def prompt_terms(spec: ModelSpec, fmt: QuantFormat, gpu: Gpu, *, prompt: float, engine: str, backend: str = "cuda",
-                 software: Software = CURRENT) -> PromptTerms:
+                 software: Software = CURRENT, batch: int = 1) -> PromptTerms:
     """The terms of a prompt of ``prompt`` tokens (attention over half of it on average). llama.cpp processes a
     prompt in physical batches of :data:`LLAMACPP_UBATCH` tokens: each reads the weights (on the BLAS path also
     their dequantized copy) and pays the per-layer time. Every path's products are taken at the 16-bit tensor
@@ -370,16 +370,19 @@ def prompt_terms(spec: ModelSpec, fmt: QuantFormat, gpu: Gpu, *, prompt: float, 
     and block scales, about at FP16 cuBLAS's speed (PR #7676: "still slower than FP16 cuBLAS but faster for
     end-to-end performance because it needs less data conversion"; fitting it at the int8 rate judged worse on
     documents held out, 31 % against 27 %). Other engines: one forward of the whole prompt; a transformers
-    kernel path's bytes and operators as for a forward of that many rows."""
+    kernel path's bytes and operators as for a forward of that many rows. ``batch`` prompts of that length
+    prefilled together are one forward over all their tokens (the weights read and the per-layer time once), each
+    prompt's attention over its own tokens."""
     prompt = max(float(prompt), 1.0)
-    passes = math.ceil(prompt / LLAMACPP_UBATCH) if engine == "llama.cpp" else 1
-    rows = prompt / passes
+    tokens = prompt * max(int(batch), 1)
+    passes = math.ceil(tokens / LLAMACPP_UBATCH) if engine == "llama.cpp" else 1
+    rows = tokens / passes
     weights = _weights_read(spec, fmt, rows) + extra_weight_bytes(spec, fmt, engine, rows, software)
     path = ""
     if engine == "llama.cpp":
         weights += llamacpp_prompt_bytes(spec, fmt, rows, gpu, backend, software)
         path = llamacpp_prompt_path(fmt, rows, gpu, backend, software)
-    return PromptTerms(flops=_flops_per_token(spec, prompt / 2) * prompt, weight_bytes=passes * weights,
+    return PromptTerms(flops=_flops_per_token(spec, prompt / 2) * tokens, weight_bytes=passes * weights,
                        layers=passes * overhead_layers(spec, engine, fmt, rows, software),
                        peak=peak_tflops(gpu, fmt, engine), passes=passes, path=path)
 
@@ -589,12 +592,14 @@ def speed(spec: ModelSpec, fmt: QuantFormat, gpu: Gpu, *, gpus: int = DEFAULTS.g
           context: int = DEFAULTS.context, engine: str = DEFAULTS.engine, kv_dtype: str = "fp16",
           parallel: str | None = None, link: str = "auto", catalog: Catalog | None = None,
           eff: EngineEfficiency | None = None, backend: str | None = None, cpu_moe: int = 0,
-          host_bw_gbps: float | None = None, software: Software | None = None) -> SpeedEstimate:
+          host_bw_gbps: float | None = None, software: Software | None = None,
+          prefill_batch: int = 1) -> SpeedEstimate:
     """Decode and prefill speed of ``spec`` in ``fmt`` on ``gpus`` cards ``gpu`` (``backend``: cuda, rocm,
     vulkan, metal… — llama.cpp's factors differ per backend; default: the card vendor's, :func:`default_backend`).
     ``cpu_moe``: llama.cpp ``--n-cpu-moe`` (:func:`cpu_expert_times`), with the host's memory bandwidth.
     ``software``: the library versions whose code paths apply (:class:`gpucost.kernel_paths.Software`;
-    default the current releases)."""
+    default the current releases). ``prefill_batch``: prompts of ``context`` tokens prefilled in one forward pass;
+    ``prefill_tokens_per_s`` is then their tokens together per second."""
     software = software or CURRENT
     parallel = _check_speed_inputs(spec, gpu, gpus, batch, context, engine, parallel)
     backend = backend or default_backend(gpu)
@@ -633,19 +638,21 @@ def speed(spec: ModelSpec, fmt: QuantFormat, gpu: Gpu, *, gpus: int = DEFAULTS.g
     # prefill: a prompt of ``context`` tokens (prompt_terms: its passes, bytes and kernel path)
     prefill = None
     if peak is not None:
-        pt = prompt_terms(spec, fmt, gpu, prompt=context, engine=engine, backend=backend, software=software)
+        pt = prompt_terms(spec, fmt, gpu, prompt=context, engine=engine, backend=backend, software=software,
+                          batch=prefill_batch)
+        tokens = context * max(int(prefill_batch), 1)
         n_par = gpus if parallel == "tensor" else 1
         # the prompt's tokens touch more of a mixture-of-experts model's experts than one decode token does; those
         # in host RAM (--n-cpu-moe) are copied over instead, every physical batch (t_copy)
         w_pre = pt.weight_bytes
         if cpu_moe:
             resident = weight_bytes(spec, fmt).expert_blocks * float(cpu_moe_share(_arrays(((spec, fmt),)), cpu_moe)[0])
-            w_pre -= pt.passes * resident * float(active_weight_fraction(spec, context / pt.passes))
+            w_pre -= pt.passes * resident * float(active_weight_fraction(spec, tokens / pt.passes))
         t_pre = (pt.flops / ((pt.peak or peak) * 1e12 * eff.compute_efficiency * n_par)
                  + (w_pre / n_par) / (bw * 1e9 * eff.bw_efficiency)
                  + pt.layers * eff.layer_overhead_ms / 1e3) * eff.time_factor \
-            + math.ceil(context / LLAMACPP_UBATCH) * t_copy
-        prefill = context / t_pre
+            + math.ceil(tokens / LLAMACPP_UBATCH) * t_copy
+        prefill = tokens / t_pre
     return SpeedEstimate(
         model=spec.id, quant=fmt.id, gpu=gpu.id, gpus=gpus, engine=engine, batch=batch, context=context,
         parallel=parallel, link=link_name, decode_tokens_per_s=tps, decode_tokens_per_s_per_seq=tps / batch,

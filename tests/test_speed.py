@@ -71,6 +71,20 @@ def test_transformers_copies_the_kv_cache_every_decode_step(cat):
     assert one.bytes_per_step - one_vllm.bytes_per_step == pytest.approx(2 * kv / 64, rel=1e-9)
 
 
+def test_a_batch_of_prompts_is_one_forward_pass(cat):
+    """64 prompts of 256 tokens prefilled together (transformers' forward over [64, 256]) read the weights and pay
+    the per-layer times once, not 64 times; their products are 64 prompts' (each attending over its own tokens)."""
+    s, fp16, a100 = catalog_spec("llama-2-7b", cat), get_format("fp16", cat), gpu(cat, "a100-80gb-sxm")
+    one = speed(s, fp16, a100, context=256, engine="transformers", catalog=cat)
+    batch = speed(s, fp16, a100, context=256, engine="transformers", catalog=cat, prefill_batch=64)
+    eff = one.efficiency
+    t1, t64 = 256 / one.prefill_tokens_per_s, 64 * 256 / batch.prefill_tokens_per_s
+    # the weights as in test_llama_cpp_decode_by_hand, read at the A100's 2,039 GB/s; 32 layers' fixed time
+    weights = (32 * 202_375_168 + 32000 * 4096 + 65 * 4096) * 2
+    once = weights / (2039e9 * eff["bw_efficiency"]) + 32 * eff["layer_overhead_ms"] / 1e3
+    assert 64 * t1 - t64 == pytest.approx(63 * once, rel=1e-6)
+
+
 def test_transformers_runs_moe_experts_as_a_loop(cat, factors):
     """transformers 4.x runs a mixture-of-experts block as a Python loop over experts (gpucost.kernel_paths):
     over all of them until 4.52 (Mixtral), over those hit after; transformers 5 runs them batched."""

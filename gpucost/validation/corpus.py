@@ -33,7 +33,8 @@ without a column are read from its notes):
   is neither fitted on nor judged.
 * Decode speed: batch-1 rows per sequence; a batch row is the aggregate over the batch when its notes say
   so, else per sequence; the KV length is prompt + generated / 2. Prefill: a prompt of ``prompt_tokens``
-  (else ``context``) tokens; time to first token is that prompt's prefill time.
+  (else ``context``) tokens; time to first token is that prompt's prefill time; a batch's prompts are
+  one forward pass over all their tokens (the weights read once).
 """
 
 from __future__ import annotations
@@ -411,13 +412,15 @@ def _speed(row: dict, spec, fmt, catalog: Catalog, table: dict[str, EngineEffici
         tps = sp.decode_tokens_per_s if _aggregate(row) else sp.decode_tokens_per_s_per_seq
         return tps if cat == "decode_speed" else 1000.0 / sp.decode_tokens_per_s_per_seq
     p = max(prompt or ctx, 1)
+    # the prompts of a batch are one prefill: one forward over all their tokens
     sp = speed(spec, fmt, gpu, gpus=gpus, batch=1, context=p, engine=engine, catalog=catalog, eff=eff,
-               cpu_moe=cpu_moe, host_bw_gbps=host_bw, software=software_of_row(row), backend=backend_of(row))
+               cpu_moe=cpu_moe, host_bw_gbps=host_bw, software=software_of_row(row), backend=backend_of(row),
+               prefill_batch=batch)
     if sp.prefill_tokens_per_s is None:
         raise GpucostError(f"{gpu.id} has no dense throughput figure")
     if cat == "prefill_speed":
-        return sp.prefill_tokens_per_s * (batch if _aggregate(row) else 1)
-    return 1000.0 * p * batch / sp.prefill_tokens_per_s  # the prompts of a batch are one prefill
+        return sp.prefill_tokens_per_s / (1 if _aggregate(row) else batch)
+    return 1000.0 * p * batch / sp.prefill_tokens_per_s
 
 
 _PARALLEL = re.compile(r"\bTP\s*=?\s*(\d+)(?:\s*,\s*PP\s*=?\s*(\d+))?")
