@@ -332,10 +332,13 @@ STATE_BYTES = {"llamacpp": 4.0}
 STATE_BYTES_DEFAULT = 2.0
 
 
-def kv_cache_bytes(a: dict, context, batch, kv_bytes: float, profile: EngineProfile, image_tokens=0.0):
+def kv_cache_bytes(a: dict, context, batch, kv_bytes: float, profile: EngineProfile, image_tokens=0.0,
+                   cache_passes: float = 1.0):
     """KV cache of all layers [bytes] for ``batch`` sequences of ``context`` tokens (arrays broadcast), with
     a hybrid model's fixed recurrent state per sequence (its linear-attention layers keep no KV cache) and a
-    cross-attention model's (mllama) ``image_tokens`` per sequence in its cross-attention layers."""
+    cross-attention model's (mllama) ``image_tokens`` per sequence in its cross-attention layers.
+    ``cache_passes``: the KV part counted that many times (a decode step's traffic, ``EngineProfile.kv_passes``);
+    the recurrent state, updated in place, once."""
     ctx = np.asarray(context, dtype=float)
     vals = np.where(a["is_mla"] > 0, a["kv_vals"] if profile.kv_mla_compressed else a["kv_vals_expanded"],
                     a["kv_vals"])
@@ -345,7 +348,7 @@ def kv_cache_bytes(a: dict, context, batch, kv_bytes: float, profile: EngineProf
         tokens_layers = (a["n_full"] + a["n_swa"]) * ctx
     tokens_layers = tokens_layers + a["cross_L"] * np.asarray(image_tokens, dtype=float)
     state = a["state_vals"] * STATE_BYTES.get(profile.activation_model, STATE_BYTES_DEFAULT)
-    return (vals * tokens_layers * kv_bytes + state) * np.asarray(batch, dtype=float)
+    return (vals * tokens_layers * kv_bytes * cache_passes + state) * np.asarray(batch, dtype=float)
 
 
 def cpu_moe_share(a: dict, n: int) -> np.ndarray:

@@ -294,12 +294,9 @@ def _kv_read(spec: ModelSpec, fmt: QuantFormat, batch: float, context: float, en
     """KV-cache bytes a decode step of ``batch`` sequences at ``context`` tokens moves, whole model: the cache
     times the engine's passes over it (``EngineProfile.kv_passes``: transformers copies it each step), and a hybrid
     model's recurrent state once (updated in place)."""
-    a = _arrays(((spec, fmt),))
     prof = ENGINE_PROFILES[engine]
-    total = float(kv_cache_bytes(a, context, batch, KV_DTYPE_BYTES[kv_dtype], prof)[0])
-    state = float(np.asarray(a["state_vals"]).ravel()[0]) * STATE_BYTES.get(prof.activation_model, STATE_BYTES_DEFAULT) \
-        * batch
-    return (total - state) * prof.kv_passes + state
+    return float(kv_cache_bytes(_arrays(((spec, fmt),)), context, batch, KV_DTYPE_BYTES[kv_dtype], prof,
+                                cache_passes=prof.kv_passes)[0])
 
 
 def _decode_bytes(spec: ModelSpec, fmt: QuantFormat, batch: float, context: float, engine: str,
@@ -351,7 +348,8 @@ def overhead_layers(spec: ModelSpec, engine: str, fmt: QuantFormat | None = None
 class PromptTerms:
     """What a prompt costs one copy of the model (before any split): its FLOPs, the weight bytes it reads, the
     layers' worth of fixed time it pays, the tensor rate its products run at [TFLOPS] (None: no figure), the
-    forward passes it takes and llama.cpp's kernel path (:func:`gpucost.kernel_paths.llamacpp_prompt_path`)."""
+    forward passes it takes, llama.cpp's kernel path (:func:`gpucost.kernel_paths.llamacpp_prompt_path`) and the
+    tokens of all its prompts."""
 
     flops: float
     weight_bytes: float
@@ -359,6 +357,7 @@ class PromptTerms:
     peak: float | None
     passes: int
     path: str
+    tokens: float
 
 
 def prompt_terms(spec: ModelSpec, fmt: QuantFormat, gpu: Gpu, *, prompt: float, engine: str, backend: str = "cuda",
@@ -384,7 +383,7 @@ def prompt_terms(spec: ModelSpec, fmt: QuantFormat, gpu: Gpu, *, prompt: float, 
         path = llamacpp_prompt_path(fmt, rows, gpu, backend, software)
     return PromptTerms(flops=_flops_per_token(spec, prompt / 2) * tokens, weight_bytes=passes * weights,
                        layers=passes * overhead_layers(spec, engine, fmt, rows, software),
-                       peak=peak_tflops(gpu, fmt, engine), passes=passes, path=path)
+                       peak=peak_tflops(gpu, fmt, engine), passes=passes, path=path, tokens=tokens)
 
 
 def decode_step(bytes_gpu, flops_gpu, layers, bw_gbps, peak_tflops_, eff: EngineEfficiency, comm_s=0.0):
@@ -640,7 +639,7 @@ def speed(spec: ModelSpec, fmt: QuantFormat, gpu: Gpu, *, gpus: int = DEFAULTS.g
     if peak is not None:
         pt = prompt_terms(spec, fmt, gpu, prompt=context, engine=engine, backend=backend, software=software,
                           batch=prefill_batch)
-        tokens = context * max(int(prefill_batch), 1)
+        tokens = pt.tokens
         n_par = gpus if parallel == "tensor" else 1
         # the prompt's tokens touch more of a mixture-of-experts model's experts than one decode token does; those
         # in host RAM (--n-cpu-moe) are copied over instead, every physical batch (t_copy)

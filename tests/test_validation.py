@@ -304,7 +304,7 @@ def test_an_engine_keeps_a_band_of_its_own_only_where_it_holds_its_documents_lef
 
 def test_ttft_band_holds_documents_left_out(results):
     """Missed (59 %) while TTFT rows came from 4 documents whose ratios hardly overlapped; the two optimum-benchmark
-    documents of 2026-12-06 (105 prefill latencies) brought it to 82 %."""
+    documents of 2026-12-06 (105 prefill latencies) brought it into the target (README)."""
     cov = band_coverage(results).set_index("category").loc["ttft"]
     assert BAND_COVERAGE_TARGET[0] <= cov["coverage"] <= BAND_COVERAGE_TARGET[1]
 
