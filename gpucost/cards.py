@@ -22,17 +22,11 @@ import pandas as pd
 from gpucost.catalog import Catalog, derived
 from gpucost.errors import GpucostError, UnknownNameError
 from gpucost.i18n import Message
+from gpucost.precisions import MIN_COMPUTE_CAPABILITY, PRECISION_COLUMN
 from gpucost.pricing import card_table
 from gpucost.serialize import Record
 from gpucost.specs import SPECS
 
-#: precision → the gpus.csv column with its dense throughput
-PRECISION_COLUMN = {
-    "fp32": "fp32_tflops", "fp16": "fp16_tflops", "bf16": "bf16_tflops",
-    "fp8": "fp8_tflops", "int8": "int8_tops",
-}
-#: precision → the minimum NVIDIA compute capability for its tensor-core math (DESIGN.md, CUDA docs)
-MIN_COMPUTE_CAPABILITY = {"bf16": 8.0, "fp8": 8.9}
 PRICE_BASES = ("new", "used", "cloud")
 #: where a card runs (gpus.csv host_type): "pc" — a PCIe card for a desktop or workstation you build;
 #: "server" — a PCIe server, an SXM/OAM module on an 8-way baseboard, or a rack system
@@ -40,7 +34,7 @@ HOST_GROUPS = {"any": (), "pc": ("desktop", "workstation"),
                "server": ("pcie_server", "baseboard_server", "rack")}
 METRICS = ("tflops_per_1k", "gbps_per_1k", "vram_per_1k", "tflops_per_watt")
 SORTABLE = METRICS + ("vram_gib", "mem_bandwidth_gbps", "fp32_tflops", "fp16_tflops", "bf16_tflops",
-                      "fp8_tflops", "int8_tops", "tdp_w", "price", "price_new", "price_used",
+                      "fp8_tflops", "fp4_tflops", "int8_tops", "tdp_w", "price", "price_new", "price_used",
                       "cloud_hourly", "release_year", "name")
 #: the model and format behind the "too small for a 70B model even at 4 bits" warning
 REFERENCE_70B_MODEL = "llama-3-70b"
@@ -296,7 +290,7 @@ def gpu_list(catalog: Catalog | None = None, *, currency: str = "USD", min_vram_
         sort_by = "price_new"
     t = t.sort_values([sort_by, "id"], ascending=[ascending, True], na_position="last")
     cols = ["id", "name", "vendor", "segment", "architecture", "compute_capability", "vram_gib",
-            "mem_bandwidth_gbps", "fp32_tflops", "fp16_tflops", "bf16_tflops", "fp8_tflops", "int8_tops",
+            "mem_bandwidth_gbps", "fp32_tflops", "fp16_tflops", "bf16_tflops", "fp8_tflops", "fp4_tflops", "int8_tops",
             "tdp_w", "nvlink_gbps", "mig_max_instances", "price_new", "price_used", "cloud_hourly",
             "cloud_offer", "cloud_market", "cloud_median", "cloud_as_of", "source", "as_of", "price_new_source", "price_new_as_of",
             "price_new_market", "price_used_source", "price_used_as_of", "price_used_market"]

@@ -57,7 +57,8 @@ SCHEMAS: dict[str, dict[str, str]] = {
         "segment": "enum:consumer|workstation|datacenter", "architecture": "str",
         "compute_capability": "num+?", "vram_gib": "num+", "memory_type": "str?",
         "mem_bandwidth_gbps": "num+?", "fp32_tflops": "num+?", "fp16_tflops": "num+?",
-        "bf16_tflops": "num+?", "fp8_tflops": "num+?", "int8_tops": "num+?", "tdp_w": "num+?",
+        "bf16_tflops": "num+?", "fp8_tflops": "num+?", "fp4_tflops": "num+?", "int8_tops": "num+?",
+        "tdp_w": "num+?",
         "pcie_gen": "int+?", "nvlink_gbps": "num+?", "link_name": "str?", "mig_max_instances": "int0",
         "release_year": "int+?", "form_factor": "enum:pcie|sxm|oam|superchip|soc?",
         "host_type": "enum:desktop|workstation|pcie_server|baseboard_server|rack|mini_pc?",
@@ -155,7 +156,7 @@ SCHEMAS: dict[str, dict[str, str]] = {
 
 #: optional columns a table gained after its first release (a user's file written before may lack them)
 OPTIONAL_NEW_COLUMNS: dict[str, tuple[str, ...]] = {
-    "gpus": ("form_factor", "host_type", "retrieved_on"),
+    "gpus": ("form_factor", "host_type", "retrieved_on", "fp4_tflops"),
     "mig_profiles": ("retrieved_on",),
     "error_bands": ("band_q_low", "band_q_high", "low", "high"),
     "prices": ("retrieved_on",),

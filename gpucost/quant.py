@@ -75,6 +75,8 @@ HALF_BYTES = 2.0
 KV_DTYPE_BYTES = {"fp32": 4.0, "fp16": 2.0, "bf16": 2.0, "fp8": 1.0, "q8_0": 34 / 32, "q4_0": 18 / 32}
 
 FLOAT_FAMILIES = {"float"}
+#: the format whose matmuls run in FP4 (weights and activations; quant_formats.csv row nvfp4)
+NVFP4 = "nvfp4"
 
 
 @dataclass(frozen=True)
@@ -110,10 +112,15 @@ class QuantFormat(Record):
 
     @property
     def compute_dtype(self) -> str:
-        """The dtype matmuls run in: fp8 for FP8 on capable cards, else 16-bit (weight-only formats
-        dequantize; vLLM/llama.cpp/bitsandbytes docs), fp32 for fp32."""
+        """The dtype matmuls run in: fp8 for FP8 and fp4 for NVFP4 on capable cards (the card's fallback rule,
+        :data:`gpucost.records.FALLBACK`, takes the rest to 16 bits), else 16-bit (weight-only formats
+        dequantize; vLLM/llama.cpp/bitsandbytes docs), fp32 for fp32. NVFP4 quantizes the inputs of its Linear
+        layers too (ModelOpt NVFP4_DEFAULT_CFG: weight and input quantizers, quant_formats.csv), so its
+        matmuls run on FP4 tensor cores (Blackwell)."""
         if self.id.startswith("fp8"):
             return "fp8"
+        if self.id == NVFP4:
+            return "fp4"
         if self.id == "fp32":
             return "fp32"
         return "bf16" if self.id == "bf16" else "fp16"

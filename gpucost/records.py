@@ -17,20 +17,9 @@ from dataclasses import dataclass
 
 from gpucost.catalog import Catalog, derived
 from gpucost.errors import GpucostError, UnknownNameError
+from gpucost.precisions import FALLBACK, MIN_COMPUTE_CAPABILITY, PRECISION_COLUMN, PRECISIONS
 from gpucost.serialize import number
 
-#: precision → the gpus.csv column of its dense throughput (TOPS for int8)
-PRECISION_COLUMN = {"fp32": "fp32_tflops", "fp16": "fp16_tflops", "bf16": "bf16_tflops",
-                    "fp8": "fp8_tflops", "int8": "int8_tops"}
-PRECISIONS = tuple(PRECISION_COLUMN)
-#: the minimum NVIDIA compute capability of tensor-core math in a precision (CUDA programming guide:
-#: BF16 tensor cores from Ampere, 8.0; FP8 from Ada/Hopper, 8.9)
-MIN_COMPUTE_CAPABILITY = {"bf16": 8.0, "fp8": 8.9}
-#: the one fallback rule: when a card has no figure for a compute dtype, the next column is used
-#: (a weight-only or FP8 format on a card without FP8 computes in 16 bits; fp16 and bf16 run at the
-#: same tensor rate on every card that has both)
-FALLBACK = {"fp8": ("fp8", "fp16", "bf16"), "bf16": ("bf16", "fp16"), "fp16": ("fp16", "bf16"),
-            "fp32": ("fp32",), "int8": ("int8",)}
 #: host types on which a card cannot be bought alone: it sits on a vendor baseboard (HGX, OAM UBB) or is
 #: part of a rack-scale system, so the host is a server of that class (gpus.csv ``host_type``)
 BASEBOARD_HOSTS = frozenset({"baseboard_server", "rack"})
@@ -61,6 +50,7 @@ class Gpu:
     fp16_tflops: float | None = None
     bf16_tflops: float | None = None
     fp8_tflops: float | None = None
+    fp4_tflops: float | None = None
     int8_tops: float | None = None
     tdp_w: float | None = None
     pcie_gen: int | None = None

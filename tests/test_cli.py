@@ -89,6 +89,17 @@ def test_rank_json_matches_need():
     assert all(c["vram_gib"] >= 24 for c in out["cards"])
 
 
+def test_rank_by_fp4_lists_blackwell_cards_at_their_dense_fp4_rate():
+    """FP4 tensor math is Blackwell's (compute capability 10 and 12): a GeForce RTX 5090 ranks at half NVIDIA's
+    3352 "AI TOPS" (FP4 with sparsity), an RTX 4090 (Ada, FP8 but no FP4) is left out, not ranked at 16 bits."""
+    out = cli_json("gpus", "--rank", "--precision", "fp4", "--basis", "new")
+    ranked = {c["id"]: c["throughput"] for c in out["cards"]}
+    assert ranked["rtx-5090"] == 1676
+    assert ranked["rtx-pro-6000-blackwell"] == 2015.2
+    excluded = {e["id"]: e["reason"] for e in out["excluded"]}
+    assert "rtx-4090" not in ranked and "FP4" in excluded["rtx-4090"]
+
+
 def test_bad_options_exit_2_with_one_line():
     for args in (["gpus", "--sort", "speed"], ["gpus", "--vendor", "Nvidai"], ["gpus", "--currency", "XYZ"],
                  ["gpus", "--min-vram", "lots"], ["gpus", "--min-vram", "-1"], ["nosuchcommand"]):

@@ -272,3 +272,23 @@ def test_llama_cpp_reads_mxfp4_through_its_gguf_kernels_vllm_through_its_own(cat
     sp = speed(s, mx, gpu(cat, "rtx-4090"), context=512, engine="llama.cpp", catalog=cat)
     t = sp.bytes_per_step / (1008e9 * float(f["bw_efficiency"])) + 24 * float(f["layer_overhead_ms"]) / 1e3
     assert sp.decode_tokens_per_s == pytest.approx(1 / t, rel=1e-6)
+
+
+def test_nvfp4_computes_on_fp4_tensor_cores_on_blackwell_only(cat):
+    """NVFP4 quantizes the inputs of its Linear layers too (ModelOpt's default config), so on Blackwell its
+    matmuls run at the card's dense FP4 rate — the B200's 9 PFLOPS, twice its FP8 and four times its BF16. A Hopper
+    card has no FP4 tensor cores: vLLM runs the checkpoint weight-only through Marlin, in 16 bits (989 TFLOPS)."""
+    from gpucost.speed import peak_tflops
+
+    nvfp4, fp8 = get_format("nvfp4", cat), get_format("fp8-e4m3", cat)
+    b200, h100, rtx5090 = gpu(cat, "b200"), gpu(cat, "h100-sxm"), gpu(cat, "rtx-5090")
+    assert peak_tflops(b200, nvfp4, "vllm") == 9000
+    assert peak_tflops(b200, fp8, "vllm") == 4500
+    assert peak_tflops(h100, nvfp4, "vllm") == pytest.approx(989, rel=0.01)
+    # GeForce Blackwell: NVIDIA's 3352 "AI TOPS" are FP4 with sparsity, half of them dense
+    assert peak_tflops(rtx5090, nvfp4, "vllm") == 1676
+    s = catalog_spec("llama-3.1-8b", cat)
+    four = speed(s, nvfp4, b200, context=2048, engine="vllm", catalog=cat)
+    sixteen = speed(s, nvfp4, h100, context=2048, engine="vllm", catalog=cat)
+    assert four.compute_roofline_tokens_per_s / sixteen.compute_roofline_tokens_per_s == pytest.approx(
+        9000 / h100.bf16_tflops, rel=1e-6)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from gpucost.commands import add_market, add_spec, catalog_for
+from gpucost.precisions import PRECISION_COLUMN
 
 NAME = "gpus"
 HELP = "list the GPU catalog with new, used and cloud prices (or rank cards for a need)"
@@ -20,7 +21,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_market(p)
     p.add_argument("--rank", action="store_true",
                    help="rank cards for a need (with --precision, --basis, --budget) instead of listing")
-    p.add_argument("--precision", default="bf16", choices=["fp32", "fp16", "bf16", "fp8", "int8"])
+    p.add_argument("--precision", default="bf16", choices=list(PRECISION_COLUMN))
     p.add_argument("--basis", default="new", choices=["new", "used", "cloud"], help="price basis for --rank")
     add_spec(p, "--budget", "price", metavar="PRICE", help="max price per card (per GPU-hour for cloud)")
     p.add_argument("--host", default="any", choices=["any", "pc", "server"],
