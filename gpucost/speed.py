@@ -2,18 +2,24 @@
 
 Decode (one step generates one token for each of ``batch`` sequences)::
 
-    bytes_step  = weights read (all but the embedding table; MoE: shared weights + the experts the batch
-                  touches) + KV cache read (batch × context)                                   [bytes]
-    flops_step  = batch × (2 × active parameters + 4 × layers × context × heads × head_dim)    [FLOP]
-    t_gpu       = max(bytes_step / (bandwidth × η_bw), flops_step / (peak × η_c))
+    weights     = weights read (all but the embedding table; MoE: shared weights + the experts the batch
+                  touches)                                                                      [bytes]
+    kv          = KV cache read (batch × context)                                               [bytes]
+    flops_lin   = batch × 2 × active parameters                                                 [FLOP]
+    flops_attn  = batch × 4 × layers × context × heads × head_dim                               [FLOP]
+    t_gpu       = max(weights / (bandwidth × η_bw), flops_lin / (peak × η_c))
+                  + max(kv / (bandwidth × η_bw), flops_attn / (peak × η_c))
                   + layers × c_gpu + communication
     t_step      = max(t_gpu, layers × c_host)
     tokens/s    = batch / t_step
 
 η_bw, c_gpu, c_host (per engine) and η_c are calibrated on some rows of data/benchmarks.csv and kept in
 data/engine_efficiency.csv with the rows they were fitted on; the other rows judge them
-(:mod:`gpucost.validation`). Since η ≤ 1 and the added times are ≥ 0, tokens/s never exceeds the
-bandwidth roofline (batch × bandwidth / bytes_step) nor the compute roofline (peak / FLOP per token).
+(:mod:`gpucost.validation`). The matrix products over the weights and attention over the KV cache are separate
+kernels that run one after the other, each on its own roofline, so their times add (:func:`roofline_seconds`): at
+a large batch the products are compute-bound while attention still reads the whole cache. Since η ≤ 1 and the
+added times are ≥ 0, tokens/s never exceeds the bandwidth roofline (batch × bandwidth / bytes per step) nor the
+compute roofline (peak / FLOP per token).
 
 Prefill processes the prompt at 2 × active parameters FLOP per token (+ attention) over the achievable
 dense throughput. Training: 6 × parameters FLOP per token for full training (Kaplan et al. 2020,
@@ -268,14 +274,26 @@ class SpeedEstimate(Record):
 def _flops_per_token(spec: ModelSpec, context: float) -> float:
     """2 × active parameters (without the embedding table, a lookup) + attention 4 × layers × attended
     tokens × heads × head_dim (QKᵀ and AV, 2 FLOP per multiply-add)."""
+    return _linear_flops_per_token(spec) + _attention_flops_per_token(spec, context)
+
+
+def _linear_flops_per_token(spec: ModelSpec) -> float:
+    """The matrix products over the weights: 2 × active parameters, without the embedding table (a lookup)."""
     if not spec.is_llm:
         return 2 * spec.params_active
     embed = spec.vocab_size * spec.hidden_size if not spec.tie_embeddings else 0
+    return 2 * (spec.params_active - embed)
+
+
+def _attention_flops_per_token(spec: ModelSpec, context: float) -> float:
+    """Attention over ``context`` earlier tokens: 4 × layers × attended tokens × heads × head_dim (QKᵀ and AV)."""
+    if not spec.is_llm:
+        return 0.0
     n_swa = spec.sliding_window_layers if spec.sliding_window else 0
     # a hybrid's linear-attention layers attend to no past tokens: their state update is in the parameters
     attended = (len(spec.attention_layers) - n_swa) * context + n_swa * min(context, spec.sliding_window or context)
     qk = spec.num_attention_heads * (spec.qk_nope_head_dim + spec.qk_rope_head_dim if spec.is_mla else spec.head_dim)
-    return 2 * (spec.params_active - embed) + 4 * attended * qk
+    return 4 * attended * qk
 
 
 def _weights_read(spec: ModelSpec, fmt: QuantFormat, tokens: float) -> float:
@@ -386,26 +404,42 @@ def prompt_terms(spec: ModelSpec, fmt: QuantFormat, gpu: Gpu, *, prompt: float, 
                        peak=peak_tflops(gpu, fmt, engine), passes=passes, path=path, tokens=tokens)
 
 
-def decode_step(bytes_gpu, flops_gpu, layers, bw_gbps, peak_tflops_, eff: EngineEfficiency, comm_s=0.0):
+def roofline_seconds(weight_bytes_, kv_bytes, linear_flops, attention_flops, bytes_per_s, flops_per_s):
+    """(memory-bound time, compute-bound time) [s] of one forward step on the roofline, kernel by kernel: the matrix
+    products over the weights (their bytes read, every token's products computed) and attention over the KV cache
+    (its bytes read, QKᵀ and AV computed) are separate kernels that run one after the other, each bound by memory or
+    by compute on its own — max(W / B, F_lin / P) + max(KV / B, F_attn / P). Their sum is the step's roofline time; a
+    single max over all bytes and all FLOP would let a large batch's compute-bound products hide the cache's read.
+    Arrays broadcast together."""
+    w = np.asarray(weight_bytes_, dtype=float) / bytes_per_s
+    lin = np.asarray(linear_flops, dtype=float) / flops_per_s
+    kv = np.asarray(kv_bytes, dtype=float) / bytes_per_s
+    att = np.asarray(attention_flops, dtype=float) / flops_per_s
+    memory = np.where(w >= lin, w, 0.0) + np.where(kv >= att, kv, 0.0)
+    compute = np.where(w >= lin, 0.0, lin) + np.where(kv >= att, 0.0, att)
+    return memory, compute
+
+
+def decode_step(weight_bytes_gpu, kv_bytes_gpu, linear_flops_gpu, attention_flops_gpu, layers, bw_gbps, peak_tflops_,
+                eff: EngineEfficiency, comm_s=0.0):
     """(step time [s], which term bounds it) for arrays broadcast together (see module docstring)."""
-    t_bw = np.asarray(bytes_gpu, dtype=float) / (np.asarray(bw_gbps, dtype=float) * 1e9 * eff.bw_efficiency)
-    if peak_tflops_ is None:
-        t_c = np.zeros_like(t_bw)
-    else:
-        t_c = np.asarray(flops_gpu, dtype=float) / (np.asarray(peak_tflops_, dtype=float) * 1e12 * eff.compute_efficiency)
+    bytes_per_s = np.asarray(bw_gbps, dtype=float) * 1e9 * eff.bw_efficiency
+    flops_per_s = np.inf if peak_tflops_ is None else np.asarray(peak_tflops_, dtype=float) * 1e12 * eff.compute_efficiency
+    t_bw, t_c = roofline_seconds(weight_bytes_gpu, kv_bytes_gpu, linear_flops_gpu, attention_flops_gpu, bytes_per_s,
+                                 flops_per_s)
     t_fixed = np.asarray(layers, dtype=float) * eff.layer_overhead_ms / 1e3
-    t_gpu = np.maximum(t_bw, t_c) + t_fixed + comm_s
+    t_gpu = t_bw + t_c + t_fixed + comm_s
     t_host = np.asarray(layers, dtype=float) * eff.host_layer_ms / 1e3
     t = np.maximum(t_gpu, t_host) * eff.time_factor
     # the per-layer fixed time (kernel launches, host work) bounds a step when it exceeds the roofline time
-    overhead = (t_host >= t_gpu) | (t_fixed > np.maximum(t_bw, t_c))
+    overhead = (t_host >= t_gpu) | (t_fixed > t_bw + t_c)
     bound = np.where(overhead, "host-overhead", np.where(t_c > t_bw, "compute", "memory-bandwidth"))
     return t, bound
 
 
-def _tensor_parallel_step(spec: ModelSpec, w_bytes: float, kv_bytes: float, flops: float, tokens: float, gpus: int,
-                          layers: float, bw_gbps: float, peak: float | None, eff: EngineEfficiency,
-                          link_bw: float) -> tuple[float, str]:
+def _tensor_parallel_step(spec: ModelSpec, w_bytes: float, kv_bytes: float, linear_flops: float,
+                          attention_flops: float, tokens: float, gpus: int, layers: float, bw_gbps: float,
+                          peak: float | None, eff: EngineEfficiency, link_bw: float) -> tuple[float, str]:
     """(time [s], bound) of one forward step split over ``gpus`` tensor-parallel cards: each reads its share of
     the weights and of the KV heads (all of an MLA latent, which every rank keeps) and computes its share of the
     FLOP; two all-reduces per layer of one 16-bit hidden vector per token (ring: 2 (N − 1)/N of it per card)."""
@@ -414,7 +448,8 @@ def _tensor_parallel_step(spec: ModelSpec, w_bytes: float, kv_bytes: float, flop
     msg = tokens * spec.hidden_size * 2.0
     lat = eff.allreduce_latency_ms / 1e3
     comm = 0.0 if gpus == 1 else 2 * layers * (lat + RING_FACTOR * (gpus - 1) / gpus * msg / (link_bw * 1e9))
-    t, bound = decode_step(w_bytes * shard + kv_bytes * kv_shard, flops * shard, layers, bw_gbps, peak, eff, comm)
+    t, bound = decode_step(w_bytes * shard, kv_bytes * kv_shard, linear_flops * shard, attention_flops * shard, layers,
+                           bw_gbps, peak, eff, comm)
     return float(t), str(bound)
 
 
@@ -471,11 +506,12 @@ class StepCost:
         tokens = decode + prefill
         weights = self.dense_bytes + self.expert_bytes * (1.0 - (1.0 - self.route_share) ** tokens)
         kv = decode * self.kv_bytes(context) if decode else 0.0
-        flops = decode * self.flops(context) + prefill * self.flops(prefill_context)
-        t_bw = (weights * self.shard + kv * self.kv_shard) / self.bytes_per_s
-        t_c = flops * self.shard / self.flops_per_s
+        attn = (decode * (self.flops(context) - self.flops_dense)
+                + prefill * (self.flops(prefill_context) - self.flops_dense))
+        t_bw, t_c = roofline_seconds(weights * self.shard, kv * self.kv_shard, tokens * self.flops_dense * self.shard,
+                                     attn * self.shard, self.bytes_per_s, self.flops_per_s)
         comm = self.comm_fixed_s + self.comm_per_token_s * tokens if self.shard < 1 else 0.0
-        return max(max(t_bw, t_c) + self.fixed_s + comm, self.host_s)
+        return max(float(t_bw + t_c) + self.fixed_s + comm, self.host_s)
 
 
 def step_cost(spec: ModelSpec, fmt: QuantFormat, gpu: Gpu, *, gpus: int = 1, engine: str = DEFAULTS.engine,
@@ -504,7 +540,6 @@ def step_cost(spec: ModelSpec, fmt: QuantFormat, gpu: Gpu, *, gpus: int = 1, eng
     window = a["window"] if prof.kv_sliding_window and a["n_swa"] > 0 else 0.0
     n_swa = a["n_swa"] if window else 0.0
     state = a["state_vals"] * STATE_BYTES.get(prof.activation_model, STATE_BYTES_DEFAULT)
-    embed = spec.vocab_size * spec.hidden_size if not spec.tie_embeddings else 0
     f_swa = spec.sliding_window_layers if spec.sliding_window else 0
     qk = spec.num_attention_heads * (spec.qk_nope_head_dim + spec.qk_rope_head_dim if spec.is_mla else spec.head_dim)
     L = overhead_layers(spec, engine, fmt)
@@ -518,7 +553,7 @@ def step_cost(spec: ModelSpec, fmt: QuantFormat, gpu: Gpu, *, gpus: int = 1, eng
         kv_full=vals * (a["n_full"] + a["n_swa"] - n_swa) * kvb * f * prof.kv_passes,
         kv_window=vals * n_swa * kvb * f * prof.kv_passes,
         window=window if window else math.inf, kv_state=state * f,
-        flops_dense=2 * (spec.params_active - embed) * f,
+        flops_dense=_linear_flops_per_token(spec) * f,
         attn_full=4 * qk * (len(spec.attention_layers) - f_swa) * f,
         attn_window=4 * qk * f_swa * f, attn_span=float(spec.sliding_window) if spec.sliding_window else math.inf,
         shard=1.0 / tp,
@@ -616,19 +651,18 @@ def speed(spec: ModelSpec, fmt: QuantFormat, gpu: Gpu, *, gpus: int = DEFAULTS.g
                      f"{host_bw_gbps or DEFAULT_HOST_BW_GBPS:g} GB/s of host memory bandwidth (an upper bound on "
                      "speed: published runs measured about half of it, README error table 'llama.cpp --n-cpu-moe'); "
                      "each 512-token prompt batch copies those layers' experts to the card over PCIe")
-    flops_tok = _flops_per_token(spec, context)
+    flops_tok, lin_tok = _flops_per_token(spec, context), _linear_flops_per_token(spec)
     L = overhead_layers(spec, engine, fmt, batch, software)
     link_name, link_bw = gpu.link(link) if gpus > 1 else ("none", float("inf"))
     msg = batch * spec.hidden_size * 2.0  # one 16-bit hidden vector per sequence
     lat = eff.allreduce_latency_ms / 1e3
     if parallel == "tensor":
-        t, bound = _tensor_parallel_step(spec, w_bytes, kv_bytes, batch * flops_tok, batch, gpus, L, bw, peak, eff,
-                                         link_bw)
+        t, bound = _tensor_parallel_step(spec, w_bytes, kv_bytes, batch * lin_tok, batch * (flops_tok - lin_tok),
+                                         batch, gpus, L, bw, peak, eff, link_bw)
     else:  # layer split: the stages run one after another for a single step
-        bytes_gpu = (w_bytes + kv_bytes) / gpus
-        flops_gpu = batch * flops_tok / gpus
         hop = 0.0 if gpus == 1 else (gpus - 1) * (lat + msg / (link_bw * 1e9))
-        t_stage, bound = decode_step(bytes_gpu, flops_gpu, L / gpus, bw, peak, eff, 0.0)
+        t_stage, bound = decode_step(w_bytes / gpus, kv_bytes / gpus, batch * lin_tok / gpus,
+                                     batch * (flops_tok - lin_tok) / gpus, L / gpus, bw, peak, eff, 0.0)
         t = t_stage * gpus + hop
     t = float(t) + t_cpu   # the CPU's expert layers and the GPU's layers take turns within a step
     tps = batch / t
@@ -689,7 +723,7 @@ def decode_speed_cards(spec: ModelSpec, fmt: QuantFormat, cards: Sequence[Gpu], 
     if cpu_moe and len(cards):
         cpu_read, t_cpu, _copy = cpu_expert_times(spec, fmt, cards[0], batch, engine, cpu_moe, host_bw_gbps)
         w_bytes -= cpu_read
-    flops = batch * _flops_per_token(spec, context)
+    lin, attn = batch * _linear_flops_per_token(spec), batch * _attention_flops_per_token(spec, context)
     bw = np.array([g.mem_bandwidth_gbps for g in cards], dtype=float)
     peak = np.array([peak_tflops(g, fmt, engine) or np.inf for g in cards], dtype=float)
     L = overhead_layers(spec, engine, fmt, batch)
@@ -705,9 +739,9 @@ def decode_speed_cards(spec: ModelSpec, fmt: QuantFormat, cards: Sequence[Gpu], 
         if prof.parallel == "tensor":
             kv_shard = 1.0 if spec.is_mla else np.maximum(spec.num_kv_heads / nm, 1.0) / spec.num_kv_heads
             comm = np.where(nm > 1, 2 * L * (lat + RING_FACTOR * (nm - 1) / nm * msg / (links[m] * 1e9)), 0.0)
-            t[m], _ = decode_step(w_bytes / nm + kv_bytes * kv_shard, flops / nm, L, bw[m], peak[m], eff, comm)
+            t[m], _ = decode_step(w_bytes / nm, kv_bytes * kv_shard, lin / nm, attn / nm, L, bw[m], peak[m], eff, comm)
         else:
-            t_stage, _ = decode_step((w_bytes + kv_bytes) / nm, flops / nm, L / nm, bw[m], peak[m], eff, 0.0)
+            t_stage, _ = decode_step(w_bytes / nm, kv_bytes / nm, lin / nm, attn / nm, L / nm, bw[m], peak[m], eff, 0.0)
             t[m] = t_stage * nm + np.where(nm > 1, (nm - 1) * (lat + msg / (links[m] * 1e9)), 0.0)
     return np.where(ok, batch / (t + t_cpu), np.nan)
 

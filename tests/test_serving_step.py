@@ -34,19 +34,33 @@ def test_a_prefill_chunk_rides_along_a_decode_step_by_hand(cat):
     # Llama 3.1 8B in BF16 reads every weight but the embedding table: 32 blocks 13,958,643,712 B + output head
     # 1,050,673,152 B + norms 532,480 B = 15,009,849,344 B; its KV cache is 2 × 32 layers × 8 heads × 128 × 2 B
     # = 131,072 B per token. 64 sequences at 1,000 tokens read 64 × 1000 × 131,072 = 8,388,608,000 B more:
-    # 23,398,457,344 B at 3,350 GB/s × 0.8 = 8.7308 ms.
-    # FLOP per token: 2 × (8.03e9 − 128,256 × 4,096 embedding) = 15,009,326,848 + attention 4 × 32 layers × 32
-    # heads × 128 × context = 524,288 × context. 64 decode tokens at 1,000: 64 × 15,533,614,848 = 994.15 GFLOP;
-    # 512 prompt tokens at 256: 512 × 15,143,544,576 = 7,753.49 GFLOP; 8,747.65 GFLOP at 989.4 TFLOPS × 0.5 =
-    # 17.6827 ms: compute-bound. Step = 17.6827 + 32 × 0.1 ms = 20.8827 ms.
+    # at 3,350 GB/s × 0.8 = 2.68 TB/s: weights 5.6007 ms, the cache 3.1301 ms.
+    # FLOP per token: 2 × (8.03e9 − 128,256 × 4,096 embedding) = 15,009,326,848 in the products over the weights +
+    # attention 4 × 32 layers × 32 heads × 128 × context = 524,288 × context. The products, for 64 + 512 tokens:
+    # 8,645.37 GFLOP at 989.4 TFLOPS × 0.5 = 17.4760 ms, compute-bound (> 5.6007 ms of weights). Attention: 64 × 1000
+    # + 512 × 256 attended tokens × 524,288 = 102.27 GFLOP = 0.2067 ms, memory-bound (< 3.1301 ms of cache). The two
+    # kernels run one after the other: step = 17.4760 + 3.1301 + 32 × 0.1 ms = 23.8061 ms.
     mixed = step_seconds(s, bf16, h100, decode=64, context=1000, prefill=512, prefill_context=256, eff=EFF)
-    assert mixed == pytest.approx(0.0208827, rel=1e-5)
-    # the decode alone is memory-bound: 8.7308 + 3.2 = 11.9308 ms; the prompt alone: max(15,009,849,344 B /
-    # 2.68 TB/s = 5.6007 ms, 15.6731 ms) + 3.2 = 18.8731 ms. Together 20.88 ms, not 11.93 + 18.87 = 30.80
+    assert mixed == pytest.approx(0.0238061, rel=1e-5)
+    # the decode alone is memory-bound: 5.6007 + 3.1301 + 3.2 = 11.9308 ms; the prompt alone: max(5.6007 ms,
+    # 512 × 15,009,326,848 FLOP = 15.5342 ms) + 512 × 256 × 524,288 FLOP = 0.1389 ms + 3.2 = 18.8731 ms. Together
+    # 23.81 ms, not 11.93 + 18.87 = 30.80
     decode = step_seconds(s, bf16, h100, decode=64, context=1000, eff=EFF)
     prompt = step_seconds(s, bf16, h100, decode=0, context=0, prefill=512, prefill_context=256, eff=EFF)
     assert decode == pytest.approx(0.0119308, rel=1e-5) and prompt == pytest.approx(0.0188731, rel=1e-5)
     assert mixed < decode + prompt
+
+
+def test_a_large_batch_pays_for_the_cache_read_after_its_compute_bound_products(cat):
+    """The products over the weights and attention over the cache are separate kernels, each on its own roofline:
+    at 512 sequences the products are compute-bound and the cache read still takes its whole time after them."""
+    s, bf16, h100 = catalog_spec("llama-3.1-8b", cat), get_format("bf16", cat), gpu(cat, "h100-sxm")
+    sp = speed(s, bf16, h100, batch=512, context=4096, engine="vllm", eff=EFF, catalog=cat)
+    # products: 512 × 15,009,326,848 FLOP at 494.7 TFLOPS = 15.5342 ms (> 15,009,849,344 B of weights at 2.68 TB/s
+    # = 5.6007 ms); cache: 512 × 4096 × 131,072 B = 274,877,906,944 B = 102.5664 ms (> 512 × 4096 × 524,288 FLOP of
+    # attention = 2.2226 ms). Step = 15.5342 + 102.5664 + 32 × 0.1 = 121.3006 ms, not max(108.1671, 17.7568) + 3.2
+    assert sp.step_ms == pytest.approx(121.3006, rel=1e-5)
+    assert sp.decode_tokens_per_s == pytest.approx(512 / 0.1213006, rel=1e-5)
 
 
 @pytest.mark.parametrize("model,fmt,card,n", [("llama-3.1-8b", "bf16", "h100-sxm", 1),

@@ -53,9 +53,10 @@ TARGETS = {"file_size": 1.0, "inference_memory": 5.0, "training_memory": 10.0, "
 #: what the tests hold on the median today: the target where the median meets it, else the measured
 #: cross-validated median a little above (README "what still misses"). Serving throughput 30 -> 32 on 2026-12-06:
 #: 19 prefill rows of a new document (optimum-benchmark, transformers 4.35) moved the pooled prefill factor that
-#: vLLM and SGLang borrow (0.594 -> 0.490), and the held-out median with it (27.9 -> 31.4 %)
+#: vLLM and SGLang borrow (0.594 -> 0.490), and the held-out median with it (27.9 -> 31.4 %); 32 -> 27 later that day:
+#: NVFP4 at the card's FP4 rate (28.9 %) and the decode step's two kernel groups timed one after the other (25.9 %)
 BOUNDS = {"file_size": 1.0, "inference_memory": 5.0, "training_memory": 16.5, "decode_speed": 19.5,
-          "prefill_speed": 25.0, "serving_throughput": 32.0}
+          "prefill_speed": 25.0, "serving_throughput": 27.0}
 P90_RATIO = 2.5
 
 

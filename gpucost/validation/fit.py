@@ -32,6 +32,7 @@ from gpucost.models import catalog_spec, model_id
 from gpucost.quant import get_format
 from gpucost.speed import (
     EngineEfficiency,
+    _attention_flops_per_token,
     _decode_bytes,
     _flops_per_token,
     efficiency_table,
@@ -41,6 +42,7 @@ from gpucost.speed import (
     overhead_layers,
     peak_tflops,
     prompt_terms,
+    roofline_seconds,
 )
 from gpucost.validation.corpus import (
     SPEED_CATEGORIES,
@@ -89,6 +91,7 @@ class Terms:
     batch: float
     tokens: float        # prefill: prompt tokens
     measured: float      # decode: tokens/s per sequence; prefill: seconds for the prompt
+    attention: float = 0.0   # decode: the attention FLOP per token within ``flops`` (its own kernels' roofline)
 
 
 def terms_of(row: dict, catalog: Catalog) -> Terms | None:
@@ -124,7 +127,7 @@ def terms_of(row: dict, catalog: Catalog) -> Terms | None:
         if row["category"] == "tpot":
             per_seq = 1000.0 / value
         return Terms(str(row["id"]), source_of(row), keys, "decode", w, kv, _flops_per_token(spec, kv_len), L,
-                     gpu.mem_bandwidth_gbps, peak, batch, 0.0, per_seq)
+                     gpu.mem_bandwidth_gbps, peak, batch, 0.0, per_seq, _attention_flops_per_token(spec, kv_len))
     p = float(max(prompt or ctx, 1))
     if batch != 1:
         return None
@@ -155,12 +158,14 @@ def _loss(ratio: np.ndarray) -> np.ndarray:
 def _fit_decode(rows: list[Terms], eta_c: float, c_fixed: float | None = None) -> tuple[float, float]:
     """(η, c [ms]) minimizing :func:`_loss` over decode rows: a grid, then a finer one (``c_fixed``: η
     alone)."""
-    W, K, F, L, bw, pk, b, meas = (_arr(rows, n)[:, None, None] for n in
-                                   ("weights", "kv", "flops", "layers", "bw", "peak", "batch", "measured"))
+    W, K, F, A, L, bw, pk, b, meas = (_arr(rows, n)[:, None, None] for n in
+                                      ("weights", "kv", "flops", "attention", "layers", "bw", "peak", "batch",
+                                       "measured"))
 
     def sse(etas, cs):
         eta, c = etas[None, :, None], cs[None, None, :]
-        t = np.maximum((W + b * K) / (bw * 1e9 * eta), b * F / (pk * 1e12 * eta_c)) + L * c / 1e3
+        t_bw, t_c = roofline_seconds(W, b * K, b * (F - A), b * A, bw * 1e9 * eta, pk * 1e12 * eta_c)
+        t = t_bw + t_c + L * c / 1e3
         return _loss(t * meas)
 
     grid_c = GRID_C if c_fixed is None else np.array([c_fixed])
