@@ -198,6 +198,37 @@ def test_a_serving_run_with_speculative_decoding_is_skipped_not_judged(cat):
             row_estimate({**row, "notes": f"launch 'python -m sglang.launch_server --tp 8 {flag}'"}, cat)
 
 
+def test_a_decode_figure_that_includes_the_prefill_is_estimated_as_a_whole_generate(cat):
+    """A static batch timed from its prompts to its last token (TensorRT-LLM's blogs: out_tps = output_seqlen ×
+    batch_size / total_latency): the batch's prompts are one prefill, which makes the first token, then a decode step
+    for each of the others; read per GPU, the figure is the run's divided by its cards. Such a row is never fitted on."""
+    from gpucost.models import catalog_spec
+    from gpucost.quant import get_format
+    from gpucost.records import gpu
+    from gpucost.speed import speed
+    from gpucost.validation.corpus import INCLUDES_PREFILL, comparison_value
+    from gpucost.validation.fit import terms_of
+
+    table = fitted_table(cat)
+    row = {"id": "x", "category": "decode_speed", "model_id": "llama-2-13b", "quant": "fp8-e4m3", "mode": "inference",
+           "engine": "tensorrt-llm", "engine_version": "0.5.0", "backend": "cuda", "gpu_id": "h200", "num_gpus": 1,
+           "batch": 64, "prompt_tokens": 2048, "gen_tokens": 128, "measured": 1349, "unit": "tokens/s/gpu",
+           "measure_kind": "throughput", "source_id": "x", "as_of": "2023-11-13",
+           "notes": f"static batch, aggregate over the batch {INCLUDES_PREFILL}"}
+    s, f, g = catalog_spec("llama-2-13b", cat), get_format("fp8-e4m3", cat), gpu(cat, "h200")
+    eff = table["tensorrt-llm/fp8"]
+    step = speed(s, f, g, batch=64, context=2048 + 64, engine="tensorrt-llm", eff=eff, catalog=cat).step_ms / 1e3
+    pre = 2048 * 64 / speed(s, f, g, batch=1, context=2048, engine="tensorrt-llm", eff=eff, catalog=cat,
+                            prefill_batch=64).prefill_tokens_per_s
+    assert row_estimate(row, cat, table) == pytest.approx(128 * 64 / (pre + 127 * step), rel=1e-9)
+    # without the marker the same figure is read as decode steps alone: faster
+    plain = {**row, "notes": "aggregate over the batch"}
+    assert row_estimate(plain, cat, table) == pytest.approx(64 / step, rel=1e-9)
+    assert row_estimate(plain, cat, table) > row_estimate(row, cat, table)
+    assert comparison_value({**row, "num_gpus": 2}) == (2698, "tokens/s")
+    assert terms_of(row, cat) is None and terms_of(plain, cat) is not None
+
+
 #: categories whose issue target (median and p90 ≤ 2.5 × median) is not met yet: README "what still misses"
 MISSED = {"training_memory", "decode_speed", "inference_memory", "prefill_speed", "file_size"}
 

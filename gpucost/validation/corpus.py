@@ -32,7 +32,10 @@ without a column are read from its notes):
   says was misconfigured, a run it superseded) stays in the corpus for the record, with the source's words, but
   is neither fitted on nor judged.
 * Decode speed: batch-1 rows per sequence; a batch row is the aggregate over the batch when its notes say
-  so, else per sequence; the KV length is prompt + generated / 2. Prefill: a prompt of ``prompt_tokens``
+  so, else per sequence; the KV length is prompt + generated / 2. A row whose notes carry
+  ``[gpucost: the time includes the prefill]`` timed a whole generate() of a fixed batch (its source says so): its
+  estimate is the batch's prompts prefilled in one forward pass, then a decode step for each further token; such a
+  row is judged, never fitted on. A figure per GPU (``tokens/s/gpu``) is the whole run's divided by its cards. Prefill: a prompt of ``prompt_tokens``
   (else ``context``) tokens; time to first token is that prompt's prefill time; a batch's prompts are
   one forward pass over all their tokens (the weights read once).
 """
@@ -113,7 +116,7 @@ def comparison_value(row: dict) -> tuple[float, str]:
         return value * UNIT_TO_GIB[unit], "GiB"
     if want == "tokens/s" and unit == "tokens/s":
         return value, "tokens/s"
-    if cat == "serving_throughput" and unit == "tokens/s/gpu":
+    if cat in ("serving_throughput", "decode_speed") and unit == "tokens/s/gpu":
         return value * _int(row.get("num_gpus"), 1), "tokens/s"
     if cat == "serving_throughput" and unit == "requests/s":  # requests of a stated mean output length
         gen = number(row.get("gen_tokens"))
@@ -365,6 +368,15 @@ def _training_memory(row: dict, spec, fmt, reserve_ratio: float | None = None, v
     return value * _cards_summed(row)
 
 
+#: a decode row whose figure is a whole generate() of its batch, prompt included (the notes' own words, made explicit)
+INCLUDES_PREFILL = "[gpucost: the time includes the prefill]"
+
+
+def includes_prefill(row: dict) -> bool:
+    """Whether a decode row's time includes its batch's prefill (:data:`INCLUDES_PREFILL`)."""
+    return INCLUDES_PREFILL in str(row.get("notes") or "")
+
+
 def _aggregate(row: dict) -> bool:
     return _int(row.get("batch"), 1) > 1 and "aggregate" in str(row.get("notes") or "").lower()
 
@@ -410,6 +422,15 @@ def _speed(row: dict, spec, fmt, catalog: Catalog, table: dict[str, EngineEffici
         sp = speed(spec, fmt, gpu, gpus=gpus, batch=batch, context=kv, engine=engine, catalog=catalog, eff=eff,
                    cpu_moe=cpu_moe, host_bw_gbps=host_bw, software=software_of_row(row), backend=backend_of(row))
         tps = sp.decode_tokens_per_s if _aggregate(row) else sp.decode_tokens_per_s_per_seq
+        if cat == "decode_speed" and includes_prefill(row) and prompt > 0:
+            # one generate(): the batch's prompts in one forward pass (the first token), then gen − 1 decode steps
+            pre = speed(spec, fmt, gpu, gpus=gpus, batch=1, context=prompt, engine=engine, catalog=catalog, eff=eff,
+                        cpu_moe=cpu_moe, host_bw_gbps=host_bw, software=software_of_row(row), backend=backend_of(row),
+                        prefill_batch=batch)
+            if pre.prefill_tokens_per_s is None:
+                raise GpucostError(f"{gpu.id} has no dense throughput figure")
+            seconds = prompt * batch / pre.prefill_tokens_per_s + max(gen - 1, 0) * sp.step_ms / 1e3
+            return max(gen, 1) * (batch if _aggregate(row) else 1) / seconds
         return tps if cat == "decode_speed" else 1000.0 / sp.decode_tokens_per_s_per_seq
     p = max(prompt or ctx, 1)
     # the prompts of a batch are one prefill: one forward over all their tokens

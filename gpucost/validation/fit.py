@@ -54,6 +54,7 @@ from gpucost.validation.corpus import (
     comparison_value,
     cpu_moe_of,
     engine_of,
+    includes_prefill,
     software_of_row,
     source_of,
 )
@@ -119,6 +120,8 @@ def terms_of(row: dict, catalog: Catalog) -> Terms | None:
     batch = float(_int(row.get("batch"), 1))
     sw = software_of_row(row)
     if row["category"] in ("decode_speed", "tpot"):
+        if includes_prefill(row):   # a whole generate(), prompt included: judged, not a decode step to fit on
+            return None
         kv_len = max(1, int(round((prompt or ctx) + gen / 2)))
         L = overhead_layers(spec, engine, fmt, batch, sw)
         w, _kv_b = _decode_bytes(spec, fmt, batch, kv_len, engine, "fp16", sw)
