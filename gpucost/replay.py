@@ -27,13 +27,15 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 from gpucost.errors import GpucostError
 from gpucost.scheduling import Scheduler
 from gpucost.serialize import Record
 
-#: a step's time [s] from (decode tokens, their mean KV length, prefill tokens, the prefill tokens' mean attended
-#: length): :meth:`gpucost.speed.StepCost.seconds`
-StepFn = Callable[[int, float, int, float], float]
+#: the steps' times [s] from arrays of (decode tokens, their mean KV length, prefill tokens, the prefill tokens' mean
+#: attended length), one entry per step: :meth:`gpucost.speed.StepCost.seconds`
+StepFn = Callable[[np.ndarray, np.ndarray, np.ndarray, np.ndarray], np.ndarray]
 
 
 @dataclass(frozen=True)
@@ -54,15 +56,45 @@ class Replay(Record):
     peak_running: int             # most sequences in flight at once
 
 
+@dataclass(frozen=True)
+class Schedule:
+    """What an engine runs, step by step, for a list of requests (:func:`schedule`): a step's tokens do not depend on
+    how long earlier steps took (the clients wait for completions, not for a time), so one schedule prices under any
+    step model. Per step: decode tokens, their mean KV length, prefill tokens and their mean attended length; per
+    request: the number of steps done when it was sent, when its first token came and when it finished."""
+
+    decode: np.ndarray
+    context: np.ndarray
+    prefill: np.ndarray
+    prefill_context: np.ndarray
+    sent: np.ndarray
+    first: np.ndarray
+    finish: np.ndarray
+    outputs: np.ndarray
+    peak_running: int
+
+    def price(self, step: StepFn) -> Replay:
+        """The benchmark's metrics with every step priced by ``step`` (see the module docstring)."""
+        clock = np.concatenate(([0.0], np.cumsum(step(self.decode, self.context, self.prefill, self.prefill_context))))
+        n = len(self.outputs)
+        out = int(self.outputs.sum())
+        duration = float(clock[self.finish].max())
+        ttft = float((clock[self.first] - clock[self.sent]).sum()) / n
+        long = self.outputs > 1
+        tpot = float(((clock[self.finish[long]] - clock[self.first[long]]) / (self.outputs[long] - 1)).mean()) \
+            if long.any() else float("nan")
+        return Replay(n, out, duration, out / duration, ttft * 1e3, tpot * 1e3, len(self.decode), self.peak_running)
+
+
 class _Engine:
-    """The state of a replayed engine (see :func:`replay`): the benchmark's queue, the admitted prompts being
-    prefilled, the decoding sequences (a heap by the decode step at which they finish) and the clock."""
+    """The state of a replayed engine (see :func:`schedule`): the benchmark's queue, the admitted prompts being
+    prefilled, the decoding sequences (a heap by the decode step at which they finish) and the steps done."""
 
     def __init__(self, requests: Sequence[Request], sched: Scheduler, clients: int | None, kv_tokens: float):
         n = len(requests)
         self.requests, self.sched, self.closed, self.kv_tokens = requests, sched, clients is not None, kv_tokens
         self.cap = sched.max_running if sched.max_running is not None else n
-        self.sent, self.first, self.finish = [0.0] * n, [0.0] * n, [0.0] * n
+        self.sent, self.first, self.finish = [0] * n, [0] * n, [0] * n
         self.pending = deque(range(n))
         self.waiting: deque[int] = deque()
         self.prefilling: deque[list[int]] = deque()    # [request, prompt tokens done]
@@ -70,7 +102,7 @@ class _Engine:
         self.n_dec = 0
         self.ctx_sum = 0.0                             # KV length summed over the decoding sequences
         self.kv_used = 0.0
-        self.clock = 0.0
+        self.clock = 0                                 # steps done
         self.decode_steps = self.peak = self.done = 0
         for _ in range(n if clients is None else min(clients, n)):
             self.send()
@@ -142,11 +174,10 @@ class _Engine:
                 self.ctx_sum += self.requests[i].prompt + 1
 
 
-def replay(requests: Sequence[Request], step: StepFn, sched: Scheduler, *, clients: int | None,
-           kv_tokens: float, max_steps: int = 5_000_000) -> Replay:
-    """Run ``requests`` (in order) through an engine scheduled by ``sched`` whose KV cache holds ``kv_tokens``
-    tokens, each step priced by ``step``; ``clients`` closed-loop clients, or all at once (None). See the module
-    docstring."""
+def schedule(requests: Sequence[Request], sched: Scheduler, *, clients: int | None, kv_tokens: float,
+             max_steps: int = 5_000_000) -> Schedule:
+    """The steps an engine scheduled by ``sched``, whose KV cache holds ``kv_tokens`` tokens, runs for ``requests``
+    (in order) sent by ``clients`` closed-loop clients, or all at once (None). See the module docstring."""
     n = len(requests)
     if n == 0:
         raise GpucostError("a benchmark of no requests")
@@ -156,10 +187,9 @@ def replay(requests: Sequence[Request], step: StepFn, sched: Scheduler, *, clien
     if need > kv_tokens:
         raise GpucostError(f"a request of {need} tokens does not fit a KV cache of {kv_tokens:,.0f} tokens")
     e = _Engine(requests, sched, clients, kv_tokens)
-    steps = 0
+    steps: list[tuple[int, float, int, float]] = []
     while e.done < n:
-        steps += 1
-        if steps > max_steps:
+        if len(steps) >= max_steps:
             raise GpucostError(f"the replay did not finish within {max_steps:,} steps")
         e.admit()
         dec, chunks = e.plan()
@@ -167,27 +197,28 @@ def replay(requests: Sequence[Request], step: StepFn, sched: Scheduler, *, clien
         if dec == 0 and pre == 0:
             raise GpucostError("the engine has nothing to run: the KV cache or the step budget holds no request")
         pre_ctx = sum(t * (c[1] + t / 2) for c, t in chunks) / pre if pre else 0.0
-        e.clock += step(dec, e.ctx_sum / e.n_dec if dec else 0.0, pre, pre_ctx)
+        steps.append((dec, e.ctx_sum / e.n_dec if dec else 0.0, pre, pre_ctx))
+        e.clock += 1
         e.advance(dec, chunks)
-    out = sum(r.output for r in requests)
-    duration = max(e.finish)
-    ttft = sum(e.first[i] - e.sent[i] for i in range(n)) / n
-    long = [i for i in range(n) if requests[i].output > 1]
-    tpot = (sum((e.finish[i] - e.first[i]) / (requests[i].output - 1) for i in long) / len(long)) if long \
-        else float("nan")
-    return Replay(n, out, duration, out / duration, ttft * 1e3, tpot * 1e3, steps, e.peak)
+    cols = np.array(steps, dtype=float).T
+    return Schedule(cols[0], cols[1], cols[2], cols[3], np.array(e.sent), np.array(e.first), np.array(e.finish),
+                    np.array([r.output for r in requests]), e.peak)
+
+
+def replay(requests: Sequence[Request], step: StepFn, sched: Scheduler, *, clients: int | None,
+           kv_tokens: float, max_steps: int = 5_000_000) -> Replay:
+    """:func:`schedule`'s steps priced by ``step``: what the benchmark measures."""
+    return schedule(requests, sched, clients=clients, kv_tokens=kv_tokens, max_steps=max_steps).price(step)
 
 
 def bench_serving_requests(count: int, input_len: int, output_len: int, range_ratio: float = 0.0,
                            seed: int = 1) -> list[Request]:
     """The (prompt, output) lengths of ``bench_serving --dataset-name random``: one seeded stream, the input
     lengths drawn before the output lengths (``sample_random_requests``); a length of 0 is served as 1 token."""
-    import numpy as np
-
     rng = np.random.RandomState(seed)
     ins = rng.randint(int(input_len * range_ratio), input_len + 1, size=count)
     outs = rng.randint(int(output_len * range_ratio), output_len + 1, size=count)
     return [Request(max(int(i), 1), max(int(o), 1)) for i, o in zip(ins, outs, strict=True)]
 
 
-__all__ = ["Replay", "Request", "StepFn", "bench_serving_requests", "replay"]
+__all__ = ["Replay", "Request", "Schedule", "StepFn", "bench_serving_requests", "replay", "schedule"]

@@ -486,32 +486,34 @@ class StepCost:
     hop_per_token_s: float = 0.0   # … and transfer per token
     time_factor: float = 1.0  # the whole step × this (:attr:`EngineEfficiency.time_factor`)
 
-    def kv_bytes(self, context: float) -> float:
+    def kv_bytes(self, context):
         """One sequence's KV cache at ``context`` tokens [bytes], whole model."""
-        return self.kv_full * context + self.kv_window * min(context, self.window) + self.kv_state
+        return self.kv_full * context + self.kv_window * np.minimum(context, self.window) + self.kv_state
 
-    def flops(self, context: float) -> float:
-        """FLOP of one token that attends to ``context`` tokens (:func:`_flops_per_token`)."""
-        return self.flops_dense + self.attn_full * context + self.attn_window * min(context, self.attn_span)
+    def attention_flops(self, context):
+        """Attention FLOP of one token that attends to ``context`` tokens (:func:`_attention_flops_per_token`)."""
+        return self.attn_full * context + self.attn_window * np.minimum(context, self.attn_span)
 
-    def seconds(self, decode: float, context: float, prefill: float = 0, prefill_context: float = 0.0) -> float:
-        """See :func:`step_seconds`."""
+    def seconds(self, decode, context, prefill=0, prefill_context=0.0):
+        """See :func:`step_seconds`; arrays of steps give an array of their times (:mod:`gpucost.replay`)."""
         if self.stages > 1:   # micro-batches through the stages, one after another on each stage
-            mb_dec, mb_pre = decode / self.stages, prefill / self.stages
+            mb_dec, mb_pre = np.divide(decode, self.stages), np.divide(prefill, self.stages)
             hop = self.hop_s + self.hop_per_token_s * (mb_dec + mb_pre)
-            return self.time_factor * self.stages * (self._stage(mb_dec, context, mb_pre, prefill_context) + hop)
-        return self.time_factor * self._stage(decode, context, prefill, prefill_context)
+            t = self.time_factor * self.stages * (self._stage(mb_dec, context, mb_pre, prefill_context) + hop)
+        else:
+            t = self.time_factor * self._stage(decode, context, prefill, prefill_context)
+        return float(t) if np.ndim(t) == 0 else t
 
-    def _stage(self, decode: float, context: float, prefill: float, prefill_context: float) -> float:
+    def _stage(self, decode, context, prefill, prefill_context):
+        decode, prefill = np.asarray(decode, dtype=float), np.asarray(prefill, dtype=float)
         tokens = decode + prefill
         weights = self.dense_bytes + self.expert_bytes * (1.0 - (1.0 - self.route_share) ** tokens)
-        kv = decode * self.kv_bytes(context) if decode else 0.0
-        attn = (decode * (self.flops(context) - self.flops_dense)
-                + prefill * (self.flops(prefill_context) - self.flops_dense))
+        kv = np.where(decode > 0, decode * self.kv_bytes(context), 0.0)
+        attn = decode * self.attention_flops(context) + prefill * self.attention_flops(prefill_context)
         t_bw, t_c = roofline_seconds(weights * self.shard, kv * self.kv_shard, tokens * self.flops_dense * self.shard,
                                      attn * self.shard, self.bytes_per_s, self.flops_per_s)
         comm = self.comm_fixed_s + self.comm_per_token_s * tokens if self.shard < 1 else 0.0
-        return max(float(t_bw + t_c) + self.fixed_s + comm, self.host_s)
+        return np.maximum(t_bw + t_c + self.fixed_s + comm, self.host_s)
 
 
 def step_cost(spec: ModelSpec, fmt: QuantFormat, gpu: Gpu, *, gpus: int = 1, engine: str = DEFAULTS.engine,

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 
 from gpucost.catalog import Catalog
@@ -76,6 +77,18 @@ def test_the_step_model_decodes_like_speed(cat, model, fmt, card, n):
     for batch, ctx in ((1, 500), (64, 3000), (256, 9000)):
         sp = speed(s, f, g, gpus=n, batch=batch, context=ctx, engine="vllm", catalog=cat)
         assert cost.seconds(batch, ctx) * 1e3 == pytest.approx(sp.step_ms, rel=1e-9)
+
+
+def test_a_schedule_priced_at_once_is_priced_step_by_step(cat):
+    """A replay prices all its steps in one call: each step's time is the one StepCost gives that step alone (a
+    pipeline-parallel MoE model, mixed steps, a decode-only step and a prompt-only step)."""
+    s, f, g = catalog_spec("qwen3-30b-a3b", cat), get_format("bf16", cat), gpu(cat, "h100-sxm")
+    cost = step_cost(s, f, g, gpus=4, pp=2, engine="vllm", catalog=cat)
+    steps = [(64, 3000.0, 512, 256.0), (1, 10.0, 0, 0.0), (0, 0.0, 8192, 4096.0), (300, 9000.5, 7, 1.5)]
+    d, c, p, pc = (np.array(col, dtype=float) for col in zip(*steps, strict=True))
+    one_by_one = [cost.seconds(*step) for step in steps]
+    assert cost.seconds(d, c, p, pc) == pytest.approx(one_by_one, rel=1e-12)
+    assert len(set(one_by_one)) == 4
 
 
 @pytest.mark.parametrize("engine,fmt,card", [("transformers", "bnb-nf4-dq", "h200"),
@@ -177,7 +190,8 @@ def test_mixed_operating_point_keeps_the_budget(cat):
 
 
 def _const(ms: float):
-    return lambda decode, ctx, prefill, pctx: ms / 1e3
+    """Every step ``ms`` long (a step function prices the schedule's steps at once)."""
+    return lambda decode, ctx, prefill, pctx: np.full(len(decode), ms / 1e3)
 
 
 def test_replay_of_two_clients_by_hand():

@@ -54,7 +54,7 @@ from gpucost.memory_profiles import CUDA_CONTEXT_GIB, ENGINE_PROFILES, OPTIMIZER
 from gpucost.models import catalog_spec, model_id
 from gpucost.quant import GIB, KV_DTYPE_BYTES, get_format, weights_file_gib
 from gpucost.records import Gpu, gpu_records
-from gpucost.replay import Replay, Request, bench_serving_requests, replay
+from gpucost.replay import Replay, Request, bench_serving_requests, schedule
 from gpucost.scheduling import (
     Scheduler,
     scheduler,
@@ -417,6 +417,16 @@ def _speed(row: dict, spec, fmt, catalog: Catalog, table: dict[str, EngineEffici
         raise GpucostError("experts in host RAM, but the host's memory bandwidth is not stated")
     if cpu_moe:
         cpu_moe = min(cpu_moe, spec.num_layers or cpu_moe)
+
+    def prefill_tokens_per_s(tokens: int) -> float:
+        """tokens/s of one forward over the batch's prompts of ``tokens`` each"""
+        pre = speed(spec, fmt, gpu, gpus=gpus, batch=1, context=tokens, engine=engine, catalog=catalog, eff=eff,
+                    cpu_moe=cpu_moe, host_bw_gbps=host_bw, software=software_of_row(row), backend=backend_of(row),
+                    prefill_batch=batch)
+        if pre.prefill_tokens_per_s is None:
+            raise GpucostError(f"{gpu.id} has no dense throughput figure")
+        return pre.prefill_tokens_per_s
+
     if cat in ("decode_speed", "tpot"):
         kv = max(1, int(round((prompt or ctx) + gen / 2)))
         sp = speed(spec, fmt, gpu, gpus=gpus, batch=batch, context=kv, engine=engine, catalog=catalog, eff=eff,
@@ -424,24 +434,15 @@ def _speed(row: dict, spec, fmt, catalog: Catalog, table: dict[str, EngineEffici
         tps = sp.decode_tokens_per_s if _aggregate(row) else sp.decode_tokens_per_s_per_seq
         if cat == "decode_speed" and includes_prefill(row) and prompt > 0:
             # one generate(): the batch's prompts in one forward pass (the first token), then gen − 1 decode steps
-            pre = speed(spec, fmt, gpu, gpus=gpus, batch=1, context=prompt, engine=engine, catalog=catalog, eff=eff,
-                        cpu_moe=cpu_moe, host_bw_gbps=host_bw, software=software_of_row(row), backend=backend_of(row),
-                        prefill_batch=batch)
-            if pre.prefill_tokens_per_s is None:
-                raise GpucostError(f"{gpu.id} has no dense throughput figure")
-            seconds = prompt * batch / pre.prefill_tokens_per_s + max(gen - 1, 0) * sp.step_ms / 1e3
+            seconds = prompt * batch / prefill_tokens_per_s(prompt) + max(gen - 1, 0) * sp.step_ms / 1e3
             return max(gen, 1) * (batch if _aggregate(row) else 1) / seconds
         return tps if cat == "decode_speed" else 1000.0 / sp.decode_tokens_per_s_per_seq
     p = max(prompt or ctx, 1)
     # the prompts of a batch are one prefill: one forward over all their tokens
-    sp = speed(spec, fmt, gpu, gpus=gpus, batch=1, context=p, engine=engine, catalog=catalog, eff=eff,
-               cpu_moe=cpu_moe, host_bw_gbps=host_bw, software=software_of_row(row), backend=backend_of(row),
-               prefill_batch=batch)
-    if sp.prefill_tokens_per_s is None:
-        raise GpucostError(f"{gpu.id} has no dense throughput figure")
+    tps = prefill_tokens_per_s(p)
     if cat == "prefill_speed":
-        return sp.prefill_tokens_per_s / (1 if _aggregate(row) else batch)
-    return 1000.0 * p * batch / sp.prefill_tokens_per_s
+        return tps / (1 if _aggregate(row) else batch)
+    return 1000.0 * p * batch / tps
 
 
 _PARALLEL = re.compile(r"\bTP\s*=?\s*(\d+)(?:\s*,\s*PP\s*=?\s*(\d+))?")
@@ -541,7 +542,7 @@ def _kv_dtype_of(row: dict) -> str:
     return "fp8" if _KV_FP8.search(notes) or "ModelOpt checkpoints" in notes else "fp16"
 
 
-_REPLAYS: dict = {}
+_SCHEDULES: dict = {}
 
 
 def _replay_row(row: dict, spec, fmt, catalog: Catalog, table: dict[str, EngineEfficiency]) -> tuple[Replay, int]:
@@ -571,21 +572,19 @@ def _replay_row(row: dict, spec, fmt, catalog: Catalog, table: dict[str, EngineE
     sched = _bench_scheduler(row, engine, gpu, spec, fmt, per, clients, requests, kv_dtype)
     longest = max(r.prompt + r.output for r in requests)
     pp = _pipeline_stages(row)
-    key = (spec.id, fmt.id, gpu.id, per, pp, engine, kv_dtype, sched, tuple(requests), clients,
-           (eff.bw_efficiency, eff.layer_overhead_ms, eff.host_layer_ms, eff.compute_efficiency, eff.allreduce_latency_ms,
-            eff.time_factor),
+    # the steps depend on token counts and the KV cache, not on the speed factors: scheduled once, priced per table
+    key = (spec.id, fmt.id, gpu.id, per, engine, kv_dtype, sched, tuple(requests), clients,
            _stated_fraction(row, ENGINE_PROFILES[engine].preallocate))
-    if key not in _REPLAYS:
+    if key not in _SCHEDULES:
         per_seq, pool = kv_capacity(spec, fmt, gpu, context=longest, prompt=max(r.prompt for r in requests),
                                     gpus=per, engine=engine, kv_dtype=kv_dtype, fraction=key[-1])
         if per_seq <= 0 or pool < per_seq:
             raise GpucostError(f"one sequence of {longest} tokens does not fit {per} × {gpu.id}")
-        cost = step_cost(spec, fmt, gpu, gpus=per, engine=engine, kv_dtype=kv_dtype, catalog=catalog, eff=eff,
-                         pp=pp)
-        if len(_REPLAYS) > 4096:
-            _REPLAYS.clear()
-        _REPLAYS[key] = replay(requests, cost.seconds, sched, clients=clients, kv_tokens=pool / per_seq * longest)
-    return _REPLAYS[key], replicas
+        if len(_SCHEDULES) > 4096:
+            _SCHEDULES.clear()
+        _SCHEDULES[key] = schedule(requests, sched, clients=clients, kv_tokens=pool / per_seq * longest)
+    cost = step_cost(spec, fmt, gpu, gpus=per, engine=engine, kv_dtype=kv_dtype, catalog=catalog, eff=eff, pp=pp)
+    return _SCHEDULES[key].price(cost.seconds), replicas
 
 
 def _pipeline_stages(row: dict) -> int:
