@@ -143,6 +143,12 @@ SCHEMAS: dict[str, dict[str, str]] = {
         "regime": "enum:training", "reserved_over_allocated": "num+", "p10": "num+", "p90": "num+", "pairs": "int+",
         "documents": "int+", "calibration_rows": "str", **SOURCE_COLS,
     },
+    # a mixture-of-experts layer's routed experts: the share of the dense compute rate their matrix products reach,
+    # fitted on the corpus's serving runs of MoE models (tools/calibrate.py, gpucost.validation.fit.fit_moe_share)
+    "moe_efficiency": {
+        "scope": "enum:all", "moe_compute_share": "num+", "rows": "int+", "documents": "int+",
+        "calibration_rows": "str", **SOURCE_COLS,
+    },
     # what each training framework (and version) keeps on the card: gpucost.memory's training terms
     "training_profiles": {
         # a row with based_on may leave a field empty: the based_on framework's value on the run's date

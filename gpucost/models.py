@@ -595,10 +595,10 @@ def resolve_model(name: str | None = None, *, config: str | Path | None = None, 
 
 
 def catalog_spec(mid: str, catalog: Catalog) -> ModelSpec:
-    m = catalog.table("models").set_index("id")
-    row = m.loc[mid].to_dict()
-    row["id"] = mid
-    return spec_from_row(row)
+    """The catalog model ``mid`` (KeyError when models.csv has no such id); built once per loaded table."""
+    specs = derived(catalog.table("models"), "catalog_specs_by_id",
+                    lambda df: {str(r["id"]): spec_from_row(r) for r in df.to_dict(orient="records")})
+    return specs[mid]
 
 
 def catalog_specs(catalog: Catalog) -> list[ModelSpec]:

@@ -73,6 +73,12 @@ class Schedule:
     outputs: np.ndarray
     peak_running: int
 
+    def output_tokens_per_s(self, step: StepFn) -> float:
+        """:meth:`price`'s throughput alone: the output tokens over the steps' summed time (the last step finishes
+        the last request)."""
+        return float(self.outputs.sum()) / float(np.sum(step(self.decode, self.context, self.prefill,
+                                                             self.prefill_context)))
+
     def price(self, step: StepFn) -> Replay:
         """The benchmark's metrics with every step priced by ``step`` (see the module docstring)."""
         clock = np.concatenate(([0.0], np.cumsum(step(self.decode, self.context, self.prefill, self.prefill_context))))

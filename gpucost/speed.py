@@ -5,7 +5,7 @@ Decode (one step generates one token for each of ``batch`` sequences)::
     weights     = weights read (all but the embedding table; MoE: shared weights + the experts the batch
                   touches)                                                                      [bytes]
     kv          = KV cache read (batch × context)                                               [bytes]
-    flops_lin   = batch × 2 × active parameters                                                 [FLOP]
+    flops_lin   = batch × 2 × active parameters (MoE: the routed experts' FLOP × 1 / share)      [FLOP]
     flops_attn  = batch × 4 × layers × context × heads × head_dim                               [FLOP]
     t_gpu       = max(weights / (bandwidth × η_bw), flops_lin / (peak × η_c))
                   + max(kv / (bandwidth × η_bw), flops_attn / (peak × η_c))
@@ -19,7 +19,8 @@ data/engine_efficiency.csv with the rows they were fitted on; the other rows jud
 kernels that run one after the other, each on its own roofline, so their times add (:func:`roofline_seconds`): at
 a large batch the products are compute-bound while attention still reads the whole cache. Since η ≤ 1 and the
 added times are ≥ 0, tokens/s never exceeds the bandwidth roofline (batch × bandwidth / bytes per step) nor the
-compute roofline (peak / FLOP per token).
+compute roofline (peak / FLOP per token). A mixture-of-experts model's routed experts compute at a share of the
+dense rate, fitted on the corpus's MoE serving runs (data/moe_efficiency.csv, :func:`time_flops`).
 
 Prefill processes the prompt at 2 × active parameters FLOP per token (+ attention) over the achievable
 dense throughput. Training: 6 × parameters FLOP per token for full training (Kaplan et al. 2020,
@@ -55,7 +56,7 @@ from gpucost.memory import (
     kv_cache_bytes,
 )
 from gpucost.memory_profiles import ENGINE_PROFILES
-from gpucost.models import ModelSpec, lora_trainable_params
+from gpucost.models import ModelSpec, lora_trainable_params, weight_tensors
 from gpucost.quant import QuantFormat, active_weight_fraction, weight_bytes
 from gpucost.records import Gpu
 from gpucost.serialize import Record
@@ -91,6 +92,10 @@ class EngineEfficiency(Record):
     #: every step time × this factor: an engine on a backend its factors were not fitted on (vLLM, SGLang on ROCm),
     #: fitted on that backend's serving measurements (:func:`gpucost.validation.fit.fit_time_factors`); 1 elsewhere
     time_factor: float = 1.0
+    #: a mixture-of-experts layer's routed experts compute at this share of the dense rate (compute_efficiency ×
+    #: the card's peak): grouped GEMMs over a few tokens per expert, the tokens' routing and permutation, uneven
+    #: load. Fitted on the corpus's MoE serving runs (data/moe_efficiency.csv, :func:`moe_compute_share`); 1: dense
+    moe_compute_share: float = 1.0
 
 
 
@@ -106,10 +111,26 @@ def efficiency_table(catalog: Catalog | None = None) -> dict[str, EngineEfficien
     """data/engine_efficiency.csv by engine; an engine with empty cells takes them from the row named in
     its ``fallback`` column (said in ``borrowed_from``)."""
     catalog = catalog or Catalog()
-    return derived(catalog.table("engine_efficiency"), "efficiency_table", _efficiency_table)
+    return derived((catalog.table("engine_efficiency"), catalog.table("moe_efficiency")), "efficiency_table",
+                   _efficiency_table)
 
 
-def _efficiency_table(df) -> dict[str, EngineEfficiency]:
+def moe_compute_share(catalog: Catalog | None = None) -> float:
+    """The share of the dense compute rate a mixture-of-experts model's routed experts reach
+    (data/moe_efficiency.csv: fitted on the corpus's serving runs of MoE models; 1 where the file has no row)."""
+    catalog = catalog or Catalog()
+    t = catalog.table("moe_efficiency")
+    return float(t.iloc[0]["moe_compute_share"]) if len(t) else 1.0
+
+
+def with_moe_share(table: dict[str, EngineEfficiency], share: float) -> dict[str, EngineEfficiency]:
+    """``table`` with every key's routed experts at ``share`` of the dense compute rate."""
+    return {k: replace(v, moe_compute_share=share) for k, v in table.items()}
+
+
+def _efficiency_table(tables) -> dict[str, EngineEfficiency]:
+    df, moe = tables
+    share = float(moe.iloc[0]["moe_compute_share"]) if len(moe) else 1.0
     rows = {r["engine"]: r for r in df.to_dict(orient="records")}
     cols = ("bw_efficiency", "layer_overhead_ms", "host_layer_ms", "compute_efficiency", "allreduce_latency_ms", "mfu")
 
@@ -133,7 +154,7 @@ def _efficiency_table(df) -> dict[str, EngineEfficiency]:
             engine=name, **vals, time_factor=_f(r.get("time_factor"), 1.0),
             calibration_rows=tuple(x.strip() for x in str(r.get("calibration_rows") or "").split(";") if x.strip()),
             source=str(r.get("source") or ""), as_of=str(r.get("as_of") or ""), notes=str(r.get("notes") or ""),
-            borrowed_from=", ".join(borrowed))
+            borrowed_from=", ".join(borrowed), moe_compute_share=share)
     return out
 
 
@@ -285,6 +306,27 @@ def _linear_flops_per_token(spec: ModelSpec) -> float:
     return 2 * (spec.params_active - embed)
 
 
+def _expert_flops_per_token(spec: ModelSpec) -> float:
+    """The routed experts' share of :func:`_linear_flops_per_token`: 2 × the parameters of the k experts a token
+    is routed to, in every MoE layer (0 for a dense model; shared experts compute as dense layers do)."""
+    if not spec.is_moe:
+        return 0.0
+    routed = sum(g.total for g in weight_tensors(spec) if g.kind.endswith("_exps"))
+    return 2 * routed * spec.experts_per_token / spec.num_experts
+
+
+def time_flops(linear: float, experts: float, moe_share: float) -> float:
+    """``linear`` FLOP, ``experts`` of them a MoE model's routed experts', as FLOP at the dense rate that take as
+    long: the experts' products at ``moe_share`` of that rate (:attr:`EngineEfficiency.moe_compute_share`) count
+    1 / moe_share times."""
+    return linear + experts * (1.0 / moe_share - 1.0)
+
+
+def _linear_time_flops(spec: ModelSpec, moe_share: float) -> float:
+    """:func:`time_flops` of one token's matrix products over the weights."""
+    return time_flops(_linear_flops_per_token(spec), _expert_flops_per_token(spec), moe_share)
+
+
 def _attention_flops_per_token(spec: ModelSpec, context: float) -> float:
     """Attention over ``context`` earlier tokens: 4 × layers × attended tokens × heads × head_dim (QKᵀ and AV)."""
     if not spec.is_llm:
@@ -379,7 +421,7 @@ class PromptTerms:
 
 
 def prompt_terms(spec: ModelSpec, fmt: QuantFormat, gpu: Gpu, *, prompt: float, engine: str, backend: str = "cuda",
-                 software: Software = CURRENT, batch: int = 1) -> PromptTerms:
+                 software: Software = CURRENT, batch: int = 1, moe_share: float = 1.0) -> PromptTerms:
     """The terms of a prompt of ``prompt`` tokens (attention over half of it on average). llama.cpp processes a
     prompt in physical batches of :data:`LLAMACPP_UBATCH` tokens: each reads the weights (on the BLAS path also
     their dequantized copy) and pays the per-layer time. Every path's products are taken at the 16-bit tensor
@@ -389,7 +431,8 @@ def prompt_terms(spec: ModelSpec, fmt: QuantFormat, gpu: Gpu, *, prompt: float, 
     documents held out, 31 % against 27 %). Other engines: one forward of the whole prompt; a transformers
     kernel path's bytes and operators as for a forward of that many rows. ``batch`` prompts of that length
     prefilled together are one forward over all their tokens (the weights read and the per-layer time once), each
-    prompt's attention over its own tokens."""
+    prompt's attention over its own tokens. ``flops`` counts a mixture-of-experts model's routed experts at
+    ``moe_share`` of the dense rate (:func:`_linear_time_flops`)."""
     prompt = max(float(prompt), 1.0)
     tokens = prompt * max(int(batch), 1)
     passes = math.ceil(tokens / LLAMACPP_UBATCH) if engine == "llama.cpp" else 1
@@ -399,7 +442,8 @@ def prompt_terms(spec: ModelSpec, fmt: QuantFormat, gpu: Gpu, *, prompt: float, 
     if engine == "llama.cpp":
         weights += llamacpp_prompt_bytes(spec, fmt, rows, gpu, backend, software)
         path = llamacpp_prompt_path(fmt, rows, gpu, backend, software)
-    return PromptTerms(flops=_flops_per_token(spec, prompt / 2) * tokens, weight_bytes=passes * weights,
+    flops = _linear_time_flops(spec, moe_share) + _attention_flops_per_token(spec, prompt / 2)
+    return PromptTerms(flops=flops * tokens, weight_bytes=passes * weights,
                        layers=passes * overhead_layers(spec, engine, fmt, rows, software),
                        peak=peak_tflops(gpu, fmt, engine), passes=passes, path=path, tokens=tokens)
 
@@ -467,7 +511,8 @@ class StepCost:
     kv_window: float          # … in sliding-window layers, up to ``window`` tokens
     window: float             # the KV cache's window (inf: none, or the engine caches every token)
     kv_state: float           # a hybrid model's fixed recurrent state per sequence [bytes]
-    flops_dense: float        # 2 × active parameters (without the embedding table) [FLOP per token]
+    flops_linear: float       # 2 × active parameters (without the embedding table) [FLOP per token]
+    flops_experts: float      # … of which the routed experts' (MoE), computed at ``moe_share`` of the dense rate
     attn_full: float          # attention FLOP per token per attended token, full-attention layers
     attn_window: float        # … sliding-window layers, up to ``attn_span`` attended tokens
     attn_span: float          # the attention window (inf: none)
@@ -485,6 +530,12 @@ class StepCost:
     hop_s: float = 0.0        # sending a micro-batch's activations to the next stage: latency
     hop_per_token_s: float = 0.0   # … and transfer per token
     time_factor: float = 1.0  # the whole step × this (:attr:`EngineEfficiency.time_factor`)
+    moe_share: float = 1.0    # :attr:`EngineEfficiency.moe_compute_share`
+
+    @property
+    def flops_dense(self) -> float:
+        """The products over the weights per token as FLOP at the dense rate (:func:`time_flops`)."""
+        return time_flops(self.flops_linear, self.flops_experts, self.moe_share)
 
     def kv_bytes(self, context):
         """One sequence's KV cache at ``context`` tokens [bytes], whole model."""
@@ -555,7 +606,8 @@ def step_cost(spec: ModelSpec, fmt: QuantFormat, gpu: Gpu, *, gpus: int = 1, eng
         kv_full=vals * (a["n_full"] + a["n_swa"] - n_swa) * kvb * f * prof.kv_passes,
         kv_window=vals * n_swa * kvb * f * prof.kv_passes,
         window=window if window else math.inf, kv_state=state * f,
-        flops_dense=_linear_flops_per_token(spec) * f,
+        flops_linear=_linear_flops_per_token(spec) * f, flops_experts=_expert_flops_per_token(spec) * f,
+        moe_share=eff.moe_compute_share,
         attn_full=4 * qk * (len(spec.attention_layers) - f_swa) * f,
         attn_window=4 * qk * f_swa * f, attn_span=float(spec.sliding_window) if spec.sliding_window else math.inf,
         shard=1.0 / tp,
@@ -645,6 +697,8 @@ def speed(spec: ModelSpec, fmt: QuantFormat, gpu: Gpu, *, gpus: int = DEFAULTS.g
     bw = gpu.mem_bandwidth_gbps
     peak = peak_tflops(gpu, fmt, engine)
     notes = _speed_notes(gpu, fmt, engine, backend, eff, peak, uncalibrated)
+    if spec.is_moe and eff.moe_compute_share != 1.0:
+        notes.append(Message("sp_note_moe_share", share=f"{eff.moe_compute_share:.2f}"))
     w_bytes, kv_bytes = _decode_bytes(spec, fmt, batch, context, engine, kv_dtype, software)
     cpu_read, t_cpu, t_copy = cpu_expert_times(spec, fmt, gpu, batch, engine, cpu_moe, host_bw_gbps)
     w_bytes -= cpu_read   # read from host RAM by the CPU, not from the card's memory
@@ -654,16 +708,17 @@ def speed(spec: ModelSpec, fmt: QuantFormat, gpu: Gpu, *, gpus: int = DEFAULTS.g
                      "speed: published runs measured about half of it, README error table 'llama.cpp --n-cpu-moe'); "
                      "each 512-token prompt batch copies those layers' experts to the card over PCIe")
     flops_tok, lin_tok = _flops_per_token(spec, context), _linear_flops_per_token(spec)
+    lin_time = _linear_time_flops(spec, eff.moe_compute_share)   # the routed experts at their share of the rate
     L = overhead_layers(spec, engine, fmt, batch, software)
     link_name, link_bw = gpu.link(link) if gpus > 1 else ("none", float("inf"))
     msg = batch * spec.hidden_size * 2.0  # one 16-bit hidden vector per sequence
     lat = eff.allreduce_latency_ms / 1e3
     if parallel == "tensor":
-        t, bound = _tensor_parallel_step(spec, w_bytes, kv_bytes, batch * lin_tok, batch * (flops_tok - lin_tok),
+        t, bound = _tensor_parallel_step(spec, w_bytes, kv_bytes, batch * lin_time, batch * (flops_tok - lin_tok),
                                          batch, gpus, L, bw, peak, eff, link_bw)
     else:  # layer split: the stages run one after another for a single step
         hop = 0.0 if gpus == 1 else (gpus - 1) * (lat + msg / (link_bw * 1e9))
-        t_stage, bound = decode_step(w_bytes / gpus, kv_bytes / gpus, batch * lin_tok / gpus,
+        t_stage, bound = decode_step(w_bytes / gpus, kv_bytes / gpus, batch * lin_time / gpus,
                                      batch * (flops_tok - lin_tok) / gpus, L / gpus, bw, peak, eff, 0.0)
         t = t_stage * gpus + hop
     t = float(t) + t_cpu   # the CPU's expert layers and the GPU's layers take turns within a step
@@ -674,7 +729,7 @@ def speed(spec: ModelSpec, fmt: QuantFormat, gpu: Gpu, *, gpus: int = DEFAULTS.g
     prefill = None
     if peak is not None:
         pt = prompt_terms(spec, fmt, gpu, prompt=context, engine=engine, backend=backend, software=software,
-                          batch=prefill_batch)
+                          batch=prefill_batch, moe_share=eff.moe_compute_share)
         tokens = pt.tokens
         n_par = gpus if parallel == "tensor" else 1
         # the prompt's tokens touch more of a mixture-of-experts model's experts than one decode token does; those
@@ -725,7 +780,7 @@ def decode_speed_cards(spec: ModelSpec, fmt: QuantFormat, cards: Sequence[Gpu], 
     if cpu_moe and len(cards):
         cpu_read, t_cpu, _copy = cpu_expert_times(spec, fmt, cards[0], batch, engine, cpu_moe, host_bw_gbps)
         w_bytes -= cpu_read
-    lin, attn = batch * _linear_flops_per_token(spec), batch * _attention_flops_per_token(spec, context)
+    attn = batch * _attention_flops_per_token(spec, context)
     bw = np.array([g.mem_bandwidth_gbps for g in cards], dtype=float)
     peak = np.array([peak_tflops(g, fmt, engine) or np.inf for g in cards], dtype=float)
     L = overhead_layers(spec, engine, fmt, batch)
@@ -737,6 +792,7 @@ def decode_speed_cards(spec: ModelSpec, fmt: QuantFormat, cards: Sequence[Gpu], 
         m = backends == be
         eff = engine_efficiency(engine, catalog, fmt, be)
         lat = eff.allreduce_latency_ms / 1e3
+        lin = batch * _linear_time_flops(spec, eff.moe_compute_share)
         nm = n[m]
         if prof.parallel == "tensor":
             kv_shard = 1.0 if spec.is_mla else np.maximum(spec.num_kv_heads / nm, 1.0) / spec.num_kv_heads

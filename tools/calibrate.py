@@ -7,6 +7,8 @@
   absolute error, and p10 / p50 / p90 of measured ÷ estimated (the band every estimate carries).
 * data/allocator.csv — the caching allocator's reserved ÷ allocated peak of a training run, from the corpus's
   pairs of one run's two figures (gpucost.validation.allocator).
+* data/moe_efficiency.csv — the share of the dense compute rate a MoE model's routed experts reach, from the
+  corpus's serving runs of MoE models (gpucost.validation.fit.fit_moe_share).
 
 Usage (repo root): .venv/bin/python tools/calibrate.py [--check]
 ``--check`` writes nothing and exits 1 when the stored tables differ from a refit (tests/test_validation.py
@@ -23,14 +25,23 @@ import pandas as pd
 
 from gpucost.catalog import Catalog
 from gpucost.speed import efficiency_table
-from gpucost.validation import error_bands, summary, time_factors, validate
+from gpucost.validation import error_bands, moe_ratios, summary, time_factors, validate
 from gpucost.validation.allocator import fit_reserve_floor, fit_reserve_ratio, reserve_pairs
-from gpucost.validation.fit import corpus_terms, factor_table, fit_factors
+from gpucost.validation.fit import (
+    MOE_GRID,
+    MOE_SENSITIVE,
+    corpus_terms,
+    factor_table,
+    fit_factors,
+    fit_moe_share,
+    fitted_table,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 EFF = ROOT / "data" / "engine_efficiency.csv"
 BANDS = ROOT / "data" / "error_bands.csv"
 ALLOCATOR = ROOT / "data" / "allocator.csv"
+MOE = ROOT / "data" / "moe_efficiency.csv"
 COLS = ["engine", "bw_efficiency", "layer_overhead_ms", "host_layer_ms", "compute_efficiency", "allreduce_latency_ms",
         "mfu", "time_factor", "fallback", "calibration_rows", "source", "as_of", "notes"]
 SOURCE = ("fitted by tools/calibrate.py (gpucost.validation.fit) on the listed rows of data/benchmarks.csv, "
@@ -122,6 +133,26 @@ def allocator_rows(catalog: Catalog) -> pd.DataFrame:
                  "the pairs"}])
 
 
+def moe_rows(catalog: Catalog) -> pd.DataFrame:
+    ratios = moe_ratios(catalog, fitted_table(catalog))
+    fit = fit_moe_share(ratios)
+    if fit is None:
+        raise SystemExit("too few documents of MoE serving runs to fit data/moe_efficiency.csv")
+    bench = catalog.table("benchmarks").set_index("id")
+    k = int(np.argmin(np.abs(MOE_GRID - fit.moe_compute_share)))
+    docs = {d: [r[k] for s, _i, r in ratios if s == d] for d in fit.sources}
+    return pd.DataFrame([{
+        "scope": "all", "moe_compute_share": fit.moe_compute_share, "rows": len(fit.rows), "documents": len(docs),
+        "calibration_rows": ";".join(fit.rows),
+        "source": "tools/calibrate.py (gpucost.validation.fit.fit_moe_share) on the listed serving rows of "
+                  "data/benchmarks.csv; the rows' own source columns name who measured them",
+        "as_of": str(max(bench.loc[list(fit.rows), "as_of"].astype(str))),
+        "notes": f"the share of MOE_GRID whose documents' median log(estimate / measured) are nearest zero in sum, over "
+                 f"the serving runs of MoE models on NVIDIA cards whose estimate at half the dense rate is at most "
+                 f"{MOE_SENSITIVE} x the estimate at the dense rate; each document's median estimate / measured at "
+                 "this share: " + ", ".join(f"{d} {float(np.median(v)):.3f} over {len(v)}" for d, v in docs.items())}])
+
+
 def band_rows(catalog: Catalog) -> pd.DataFrame:
     results = validate(catalog)
     bands = error_bands(results)
@@ -150,17 +181,20 @@ def main(argv: list[str]) -> int:
     cat = Catalog()
     eff = efficiency_rows(cat)
     alloc = allocator_rows(cat)
+    moe = moe_rows(cat)
     bands = band_rows(cat)
     if "--check" in argv:
         same = all(path.exists() and path.read_text(encoding="utf-8") == df.to_csv(index=False, lineterminator="\n")
-                   for path, df in ((EFF, eff), (BANDS, bands), (ALLOCATOR, alloc)))
+                   for path, df in ((EFF, eff), (BANDS, bands), (ALLOCATOR, alloc), (MOE, moe)))
         print("stored tables are current" if same else "stored tables differ from a refit: run tools/calibrate.py")
         return 0 if same else 1
     EFF.write_text(eff.to_csv(index=False, lineterminator="\n"), encoding="utf-8")
     BANDS.write_text(bands.to_csv(index=False, lineterminator="\n"), encoding="utf-8")
     ALLOCATOR.write_text(alloc.to_csv(index=False, lineterminator="\n"), encoding="utf-8")
+    MOE.write_text(moe.to_csv(index=False, lineterminator="\n"), encoding="utf-8")
     print(f"wrote {EFF.relative_to(ROOT)} ({len(eff)} rows), {BANDS.relative_to(ROOT)} ({len(bands)} rows) and "
-          f"{ALLOCATOR.relative_to(ROOT)} (reserved / allocated {alloc.at[0, 'reserved_over_allocated']})")
+          f"{ALLOCATOR.relative_to(ROOT)} (reserved / allocated {alloc.at[0, 'reserved_over_allocated']}) and "
+          f"{MOE.relative_to(ROOT)} (MoE share {moe.at[0, 'moe_compute_share']})")
     return 0
 
 

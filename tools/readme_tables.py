@@ -71,6 +71,8 @@ _DATA_WHAT = {
                          "its code",
     "allocator": "PyTorch's caching allocator: reserved ÷ allocated peak of a training run, from the corpus's "
                  "pairs of one run's two figures (tools/calibrate.py)",
+    "moe_efficiency": "the share of the dense compute rate a mixture-of-experts model's routed experts reach, "
+                      "fitted on the corpus's MoE serving runs (tools/calibrate.py)",
 }
 
 

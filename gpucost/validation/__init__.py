@@ -25,22 +25,31 @@ import pandas as pd
 
 from gpucost.catalog import Catalog
 from gpucost.errors import GpucostError
+from gpucost.models import catalog_spec, model_id
+from gpucost.speed import with_moe_share
 from gpucost.validation.allocator import fit_reserve_floor, fit_reserve_ratio, reserve_pairs
 from gpucost.validation.corpus import (
     CATEGORIES,
     COMPARE_UNIT,
     SERVING_CATEGORIES,
     SPEED_CATEGORIES,
+    _gpu,
+    backend_of,
     comparison_value,
     convert,
     cpu_moe_of,
     engine_of,
     row_estimate,
+    serving_throughput_at_shares,
     source_of,
 )
 from gpucost.validation.fit import (
+    MOE_GRID,
+    MOE_SENSITIVE,
+    MoeFit,
     corpus_terms,
     fit_factors,
+    fit_moe_share,
     fit_time_factors,
     fitted_table,
     time_key_of,
@@ -54,9 +63,10 @@ TARGETS = {"file_size": 1.0, "inference_memory": 5.0, "training_memory": 10.0, "
 #: cross-validated median a little above (README "what still misses"). Serving throughput 30 -> 32 on 2026-12-06:
 #: 19 prefill rows of a new document (optimum-benchmark, transformers 4.35) moved the pooled prefill factor that
 #: vLLM and SGLang borrow (0.594 -> 0.490), and the held-out median with it (27.9 -> 31.4 %); 32 -> 27 later that day:
-#: NVFP4 at the card's FP4 rate (28.9 %) and the decode step's two kernel groups timed one after the other (25.9 %)
+#: NVFP4 at the card's FP4 rate (28.9 %) and the decode step's two kernel groups timed one after the other (25.9 %);
+#: 27 -> 21.5 on 2026-12-07: a MoE model's routed experts at their fitted share of the dense rate (20.6 %)
 BOUNDS = {"file_size": 1.0, "inference_memory": 5.0, "training_memory": 16.5, "decode_speed": 19.5,
-          "prefill_speed": 25.0, "serving_throughput": 27.0}
+          "prefill_speed": 25.0, "serving_throughput": 21.5}
 P90_RATIO = 2.5
 
 
@@ -88,8 +98,10 @@ def validate(catalog: Catalog | None = None, *, cross_validated: bool = True) ->
     ratio_all, floor_all = fit_reserve_ratio(pairs), fit_reserve_floor(pairs)
     fitted_sources = {t.source for t in terms}
     tables: dict[str, dict] = {}
+    moe_ratio_cache: dict[int, list] = {}
+    moe_tables: dict[tuple[int, float], dict] = {}
 
-    def table_of(src: str, category: str) -> dict:
+    def speed_table(src: str, category: str) -> dict:
         # a serving document enters no fit unless it also published decode/prefill rows
         if cross_validated and (category in SPEED_CATEGORIES
                                 or (category in SERVING_CATEGORIES and src in fitted_sources)):
@@ -97,6 +109,20 @@ def validate(catalog: Catalog | None = None, *, cross_validated: bool = True) ->
                 tables[src] = fitted_table(catalog, exclude_source=src, terms=terms)
             return tables[src]
         return full
+
+    def table_of(src: str, category: str, moe: bool) -> dict:
+        """The speed factors for a row of ``src``; for a MoE model's row (or one whose time factor prices others'
+        MoE rows) with the MoE share fitted without ``src`` on the other documents' rows priced the same way."""
+        table = speed_table(src, category)
+        if not moe:
+            return table
+        if id(table) not in moe_ratio_cache:
+            moe_ratio_cache[id(table)] = moe_ratios(catalog, table, rows)
+        fit = fit_moe_share(moe_ratio_cache[id(table)], exclude_source=src if cross_validated else None)
+        share = fit.moe_compute_share if fit else 1.0
+        if (id(table), share) not in moe_tables:
+            moe_tables[(id(table), share)] = with_moe_share(table, share)
+        return moe_tables[(id(table), share)]
 
     def estimate(row: dict, table: dict) -> dict:
         src = source_of(row)
@@ -117,7 +143,12 @@ def validate(catalog: Catalog | None = None, *, cross_validated: bool = True) ->
             return {**base, "measured": float("nan"), "unit": COMPARE_UNIT.get(row["category"], ""),
                     "estimate": float("nan"), "error_pct": float("nan"), "role": "skipped", "reason": str(exc)}
 
-    out = [estimate(row, table_of(source_of(row), row["category"])) for row in rows]
+    moe_model = {}
+    for row in rows:
+        mid = model_id(str(row["model_id"]), catalog)
+        moe_model[row["id"]] = mid is not None and catalog_spec(mid, catalog).is_moe
+
+    out = [estimate(row, table_of(source_of(row), row["category"], moe_model[row["id"]])) for row in rows]
     # time factors: each document's rows on such a backend re-estimated with the factor fitted without it, on the
     # other documents' rows estimated with the same speed factors as its own
     ratios: dict[int, list[tuple[str, str, str, float]]] = {}
@@ -125,7 +156,7 @@ def validate(catalog: Catalog | None = None, *, cross_validated: bool = True) ->
         if time_key_of(row) is None:
             continue
         src = source_of(row)
-        table = table_of(src, row["category"])
+        table = table_of(src, row["category"], True)
         if id(table) not in ratios:
             ratios[id(table)] = time_ratios(catalog, table, rows)
         fits = fit_time_factors(ratios[id(table)], exclude_source=src if cross_validated else None)
@@ -153,10 +184,43 @@ def time_ratios(catalog: Catalog, table: dict, rows: list[dict] | None = None) -
     return out
 
 
+def moe_ratios(catalog: Catalog, table: dict, rows: list[dict] | None = None) -> list[tuple[str, str, np.ndarray]]:
+    """``(source document, row id, estimate ÷ measured at each share of MOE_GRID)`` of the serving-throughput rows of
+    MoE models on NVIDIA cards with CUDA whose time the experts' products govern (:data:`MOE_SENSITIVE`), estimated
+    with ``table``: what the MoE share is fitted on
+    (:func:`gpucost.validation.fit.fit_moe_share`; a backend's time factor is fitted after it, on rows priced with it)."""
+    rows = rows if rows is not None else catalog.table("benchmarks").to_dict(orient="records")
+    out = []
+    for row in rows:
+        if row["category"] != "serving_throughput" or backend_of(row) != "cuda":
+            continue
+        mid = model_id(str(row["model_id"]), catalog)
+        try:
+            if mid is None or not catalog_spec(mid, catalog).is_moe or _gpu(row, catalog).vendor != "NVIDIA":
+                continue
+            measured, _unit = comparison_value(row)
+            dense, half = serving_throughput_at_shares(row, catalog, table, (1.0, 0.5))
+            if half > MOE_SENSITIVE * dense:
+                continue
+            est = serving_throughput_at_shares(row, catalog, table, MOE_GRID)
+        except GpucostError:
+            continue
+        out.append((source_of(row), str(row["id"]), est / measured))
+    return out
+
+
+def moe_share(catalog: Catalog | None = None) -> MoeFit | None:
+    """The MoE share fitted on every document (tools/calibrate.py writes it to data/moe_efficiency.csv)."""
+    catalog = catalog or Catalog()
+    return fit_moe_share(moe_ratios(catalog, fitted_table(catalog)))
+
+
 def time_factors(catalog: Catalog | None = None) -> dict:
     """The time factors fitted on every document (tools/calibrate.py writes them to data/engine_efficiency.csv)."""
     catalog = catalog or Catalog()
-    return fit_time_factors(time_ratios(catalog, fitted_table(catalog)))
+    table = fitted_table(catalog)
+    fit = fit_moe_share(moe_ratios(catalog, table))
+    return fit_time_factors(time_ratios(catalog, with_moe_share(table, fit.moe_compute_share if fit else 1.0)))
 
 
 def _stats(errs: pd.Series) -> tuple[float, float]:

@@ -44,7 +44,11 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
+
+import numpy as np
 
 from gpucost.catalog import Catalog
 from gpucost.errors import GpucostError
@@ -542,18 +546,50 @@ def _kv_dtype_of(row: dict) -> str:
     return "fp8" if _KV_FP8.search(notes) or "ModelOpt checkpoints" in notes else "fp16"
 
 
-_SCHEDULES: dict = {}
-
-
 def _replay_row(row: dict, spec, fmt, catalog: Catalog, table: dict[str, EngineEfficiency]) -> tuple[Replay, int]:
     """(the replay of a serving row's benchmark on one replica, replicas): :func:`gpucost.replay.replay` with the
     row's requests, clients (spread over the replicas), engine scheduling, KV cache and step model."""
+    sched, replicas, cost = _scheduled_row(row, spec, fmt, catalog, table)
+    return sched.price(cost(None).seconds), replicas
+
+
+_ROW_SCHEDULES: dict = {}   # a row's schedule (or why it has none), by the row, its model, format and card
+_SCHEDULES: dict = {}       # one schedule, shared by the rows of one run (its throughput, TTFT and TPOT)
+
+
+def _scheduled_row(row: dict, spec, fmt, catalog: Catalog, table: dict[str, EngineEfficiency]):
+    """(a serving row's :class:`~gpucost.replay.Schedule` on one replica, replicas, the replica's StepCost for a MoE
+    share of the dense compute rate — None: the table's)."""
     engine = engine_of(row)
-    notes = str(row.get("notes") or "")
     for rx, reason in _NOT_MODELLED_SERVING:
-        if rx.search(notes):
+        if rx.search(str(row.get("notes") or "")):
             raise GpucostError(reason)
     gpu = _gpu(row, catalog)
+    # the steps depend on token counts and the KV cache, not on the speed factors: scheduled once, priced per table
+    rkey = (tuple(sorted(row.items())), spec, fmt, gpu)
+    if rkey not in _ROW_SCHEDULES:
+        if len(_ROW_SCHEDULES) > 4096:
+            _ROW_SCHEDULES.clear()
+        try:
+            _ROW_SCHEDULES[rkey] = _row_schedule(row, spec, fmt, gpu)
+        except GpucostError as exc:
+            _ROW_SCHEDULES[rkey] = exc
+    hit = _ROW_SCHEDULES[rkey]
+    if isinstance(hit, GpucostError):
+        raise GpucostError(str(hit))
+    sched, replicas, per, pp, kv_dtype = hit
+    eff = engine_efficiency(engine, catalog, fmt, key_backend(engine, backend_of(row), gpu), table=table)
+    base = step_cost(spec, fmt, gpu, gpus=per, engine=engine, kv_dtype=kv_dtype, catalog=catalog, eff=eff, pp=pp)
+
+    def cost(moe_share: float | None):
+        return base if moe_share is None else replace(base, moe_share=moe_share)
+    return sched, replicas, cost
+
+
+def _row_schedule(row: dict, spec, fmt, gpu: Gpu):
+    """(the :class:`~gpucost.replay.Schedule` of a serving row's benchmark on one replica, replicas, cards per
+    replica, pipeline stages, KV dtype)."""
+    engine = engine_of(row)
     prompt, gen = number(row.get("prompt_tokens")), number(row.get("gen_tokens"))
     if not prompt or not gen:
         raise GpucostError("the prompt and output lengths are not both stated")
@@ -563,7 +599,6 @@ def _replay_row(row: dict, spec, fmt, catalog: Catalog, table: dict[str, EngineE
     if row["category"] != "serving_throughput" and conc is None:
         raise GpucostError("a latency under an open-loop request rate (no concurrency stated) is not estimated")
     per, replicas = _replica_gpus(row)
-    eff = engine_efficiency(engine, catalog, fmt, key_backend(engine, backend_of(row), gpu), table=table)
     clients = None if conc is None else max(1, conc // replicas)
     requests = bench_requests(row, clients)
     if replicas > 1:   # each replica serves its share of the requests (and of the clients)
@@ -571,8 +606,6 @@ def _replay_row(row: dict, spec, fmt, catalog: Catalog, table: dict[str, EngineE
     kv_dtype = _kv_dtype_of(row)
     sched = _bench_scheduler(row, engine, gpu, spec, fmt, per, clients, requests, kv_dtype)
     longest = max(r.prompt + r.output for r in requests)
-    pp = _pipeline_stages(row)
-    # the steps depend on token counts and the KV cache, not on the speed factors: scheduled once, priced per table
     key = (spec.id, fmt.id, gpu.id, per, engine, kv_dtype, sched, tuple(requests), clients,
            _stated_fraction(row, ENGINE_PROFILES[engine].preallocate))
     if key not in _SCHEDULES:
@@ -583,8 +616,20 @@ def _replay_row(row: dict, spec, fmt, catalog: Catalog, table: dict[str, EngineE
         if len(_SCHEDULES) > 4096:
             _SCHEDULES.clear()
         _SCHEDULES[key] = schedule(requests, sched, clients=clients, kv_tokens=pool / per_seq * longest)
-    cost = step_cost(spec, fmt, gpu, gpus=per, engine=engine, kv_dtype=kv_dtype, catalog=catalog, eff=eff, pp=pp)
-    return _SCHEDULES[key].price(cost.seconds), replicas
+    return _SCHEDULES[key], replicas, per, _pipeline_stages(row), kv_dtype
+
+
+def serving_throughput_at_shares(row: dict, catalog: Catalog, table: dict[str, EngineEfficiency],
+                                 shares: Sequence[float] | np.ndarray) -> np.ndarray:
+    """A serving-throughput row's estimate (output tokens/s) with a MoE model's routed experts at each of ``shares``
+    of the dense compute rate (:func:`gpucost.validation.fit.fit_moe_share`); the row scheduled once."""
+    mid = model_id(str(row["model_id"]), catalog)
+    if mid is None:
+        raise GpucostError(f"model '{row['model_id']}' is not in models.csv")
+    spec = catalog_spec(mid, catalog)
+    fmt = get_format(str(row.get("quant") or "bf16"), catalog)
+    sched, replicas, cost = _scheduled_row(row, spec, fmt, catalog, table)
+    return np.array([sched.output_tokens_per_s(cost(float(m)).seconds) * replicas for m in shares])
 
 
 def _pipeline_stages(row: dict) -> int:

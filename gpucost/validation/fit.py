@@ -132,7 +132,7 @@ def terms_of(row: dict, catalog: Catalog) -> Terms | None:
         return Terms(str(row["id"]), source_of(row), keys, "decode", w, kv, _flops_per_token(spec, kv_len), L,
                      gpu.mem_bandwidth_gbps, peak, batch, 0.0, per_seq, _attention_flops_per_token(spec, kv_len))
     p = float(max(prompt or ctx, 1))
-    if batch != 1:
+    if batch != 1 or spec.is_moe:   # a MoE prompt's time is its experts' share of the rate (fit_moe_share's)
         return None
     pt = prompt_terms(spec, fmt, gpu, prompt=p, engine=engine, backend=backend_of(row), software=sw)
     if not pt.peak:  # a card with no dense throughput figure: the row is not estimated, nor can it size compute
@@ -300,8 +300,8 @@ def factor_table(fitted: dict[str, Fitted], base: dict[str, EngineEfficiency]) -
     global_c: float = pooled if pooled is not None else DEFAULT["compute_efficiency"]
     template = base.get(FALLBACK_ENGINE) or next(iter(base.values()))
     # a stored time-factor key (vllm/rocm) was fitted on serving rows, maybe of the document being judged:
-    # :func:`with_time_factors` adds it back, fitted without that document
-    out = {k: v for k, v in base.items() if v.time_factor == 1.0}
+    # :func:`with_time_factors` adds it back, fitted without that document; so is the MoE share (with_moe_share)
+    out = {k: replace(v, moe_compute_share=1.0) for k, v in base.items() if v.time_factor == 1.0}
     for key in sorted(fitted, key=lambda k: (k.count("/"), k)):
         if key == "all":
             continue
@@ -399,6 +399,46 @@ def with_time_factors(table: dict[str, EngineEfficiency], fits: dict[str, TimeFi
             continue
         out[key] = replace(table[engine], engine=key, time_factor=f.time_factor, calibration_rows=f.rows)
     return out
+
+
+# --------------------------------------------------------------------------------------------------
+# The routed experts' share of the dense compute rate
+# --------------------------------------------------------------------------------------------------
+
+#: the shares of the dense compute rate a MoE share is chosen from
+MOE_GRID = np.round(np.arange(0.10, 1.0 + 1e-9, 0.05), 3)
+#: a MoE share is fitted on at least this many documents (else the routed experts compute at the dense rate)
+MIN_MOE_DOCUMENTS = 2
+#: a serving row the MoE share is fitted on: its estimate at half the dense rate is at most this × the estimate at
+#: the dense rate — a run whose time the experts' products govern (chosen on the model alone, not the measurement:
+#: a run that decodes a few sequences at a time reads weights and cache, and says nothing of the experts' rate)
+MOE_SENSITIVE = 0.95
+
+
+@dataclass(frozen=True)
+class MoeFit:
+    """The routed experts' share of the dense compute rate and what it was fitted on."""
+
+    moe_compute_share: float
+    rows: tuple[str, ...]
+    sources: tuple[str, ...]
+
+
+def fit_moe_share(ratios: Iterable[tuple[str, str, np.ndarray]], exclude_source: str | None = None) -> MoeFit | None:
+    """:attr:`gpucost.speed.EngineEfficiency.moe_compute_share` from ``(source document, row id, estimate ÷ measured
+    at each share of MOE_GRID)`` of MoE serving-throughput rows on CUDA whose time the experts' products govern
+    (:data:`MOE_SENSITIVE`): the share whose documents' median log ratios are nearest zero in sum (each document one
+    vote, as :func:`fit_time_factors`; least absolute deviation as :func:`_loss`), on at least
+    :data:`MIN_MOE_DOCUMENTS` documents other than ``exclude_source``; None with fewer."""
+    by: dict[str, list[tuple[str, np.ndarray]]] = defaultdict(list)
+    for src, rid, r in ratios:
+        if src != exclude_source and np.all(np.isfinite(r)) and np.all(r > 0):
+            by[src].append((rid, r))
+    if len(by) < MIN_MOE_DOCUMENTS:
+        return None
+    doc_medians = np.array([np.median(np.log([r for _, r in rows]), axis=0) for rows in by.values()])
+    k = int(np.argmin(np.abs(doc_medians).sum(axis=0)))
+    return MoeFit(float(MOE_GRID[k]), tuple(rid for rows in by.values() for rid, _ in rows), tuple(sorted(by)))
 
 
 # --------------------------------------------------------------------------------------------------
