@@ -1,6 +1,6 @@
 """A serving benchmark replayed step by step on gpucost's step model: what a benchmark client that sends a list of
 requests would measure — output tokens per second over the run, mean time to first token, mean time per output
-token — with the engine's scheduling (:mod:`gpucost.scheduling`) and the step time of :func:`gpucost.speed.step_seconds`.
+token — with the engine's scheduling (:mod:`gpucost.scheduling`) and the step time of :func:`gpucost.serving_step.step_seconds`.
 
 The clients are those of the engines' own benchmark tools:
 
@@ -34,7 +34,7 @@ from gpucost.scheduling import Scheduler
 from gpucost.serialize import Record
 
 #: the steps' times [s] from arrays of (decode tokens, their mean KV length, prefill tokens, the prefill tokens' mean
-#: attended length), one entry per step: :meth:`gpucost.speed.StepCost.seconds`
+#: attended length), one entry per step: :meth:`gpucost.serving_step.StepCost.seconds`
 StepFn = Callable[[np.ndarray, np.ndarray, np.ndarray, np.ndarray], np.ndarray]
 
 

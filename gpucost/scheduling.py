@@ -6,7 +6,7 @@ Three behaviours, from the engines' schedulers:
 
 * **mixed steps** (vLLM's V1 engine, TensorRT-LLM's in-flight batching): a step decodes one token for every
   running sequence and fills the rest of its token budget with prompt tokens, so a prefill rides along with the
-  decodes; its time is that of all its tokens together (:func:`gpucost.speed.step_seconds`).
+  decodes; its time is that of all its tokens together (:func:`gpucost.serving_step.step_seconds`).
 * **prefill first** (SGLang, vLLM's V0 engine): a step is either a prefill of waiting prompts (up to the budget;
   SGLang splits a long prompt into chunks) or a decode of every running sequence; new prompts go first, and the
   running sequences wait for them.

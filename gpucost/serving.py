@@ -7,7 +7,7 @@ The model (continuous batching, one replica = ``gpus`` cards with tensor paralle
 * **KV capacity**: the memory a replica has for KV cache (its usable memory less weights, activations and
   the CUDA context — :mod:`gpucost.memory`) divided by one sequence's KV cache at ``input + output``
   tokens gives the most concurrent sequences.
-* **Steps**: every forward step of the engine is priced by :func:`gpucost.speed.step_seconds` — the weights its
+* **Steps**: every forward step of the engine is priced by :func:`gpucost.serving_step.step_seconds` — the weights its
   tokens touch (an MoE's experts hit by all of them) and the running sequences' KV cache read once, every token's
   FLOP computed, the larger of the two times plus per-layer time and the tensor-parallel all-reduces — with the
   engine's own scheduling (:mod:`gpucost.scheduling`): vLLM V1 and TensorRT-LLM decode the running sequences and
@@ -50,8 +50,9 @@ from gpucost.quant import QuantFormat
 from gpucost.records import Gpu
 from gpucost.scheduling import Scheduler, scheduler
 from gpucost.serialize import Record
+from gpucost.serving_step import step_cost
 from gpucost.specs import SPECS
-from gpucost.speed import EngineEfficiency, card_efficiency, default_backend, speed, step_cost
+from gpucost.speed import EngineEfficiency, card_efficiency, default_backend, speed
 from gpucost.units import HOURS_PER_MONTH
 
 #: batch sizes tried for the operating point (and the largest that fits memory)
@@ -424,7 +425,7 @@ def operating_point(spec: ModelSpec, fmt: QuantFormat, gpu: Gpu, batch: int, inp
     """A replica with ``batch`` sequences in flight (continuous batching) in steady state.
 
     With the engine's step scheduling ``sched`` (:mod:`gpucost.scheduling`), every step priced by
-    :func:`gpucost.speed.step_seconds` (running sequences at an average KV length of ``input + output / 2``):
+    :func:`gpucost.serving_step.step_seconds` (running sequences at an average KV length of ``input + output / 2``):
 
     * **mixed steps** (vLLM V1, TensorRT-LLM): each step decodes the ``b`` running sequences and prefills
       ``p = b × input′ / output`` prompt tokens (``input′`` after prefix-cache hits: the prompts that keep ``b``

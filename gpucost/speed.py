@@ -49,8 +49,6 @@ from gpucost.kernel_paths import (
 )
 from gpucost.memory import (
     KV_DTYPE_BYTES,
-    STATE_BYTES,
-    STATE_BYTES_DEFAULT,
     _arrays,
     cpu_moe_share,
     kv_cache_bytes,
@@ -250,11 +248,26 @@ def peak_tflops(gpu: Gpu, fmt: QuantFormat, engine: str | None = None) -> float 
     """Dense tensor throughput [TFLOPS] a format computes at on this card: FP8 formats at FP8 where the card
     has FP8 tensor cores, weight-only formats dequantize to 16-bit, fp32 at fp32 (:meth:`Gpu.tflops`); an
     engine that accumulates FP16 math in FP16 (llama.cpp) gets a GeForce card's FP16-accumulate rate."""
-    t = gpu.tflops(fmt.compute_dtype)
+    return _dtype_tflops(gpu, fmt.compute_dtype, engine)
+
+
+def _dtype_tflops(gpu: Gpu, dtype: str, engine: str | None) -> float | None:
+    t = gpu.tflops(dtype)
     prof = ENGINE_PROFILES.get(engine or "")
-    if t is not None and prof is not None and prof.fp16_accumulate and fmt.compute_dtype in ("fp16", "bf16"):
+    if t is not None and prof is not None and prof.fp16_accumulate and dtype in ("fp16", "bf16"):
         t *= gpu.fp16_accumulate_factor
     return t
+
+
+def attention_tflops(gpu: Gpu, fmt: QuantFormat, kv_dtype: str = "fp16", engine: str | None = None) -> float | None:
+    """Dense throughput [TFLOPS] attention (QKᵀ and AV) computes at: on the query and the cache, never on the
+    weights' format. A model whose products run in FP8 or FP4 attends in FP8 where its cache is FP8 (FP8 attention
+    kernels: TensorRT-LLM's FP8 FMHA, FlashAttention-3's FP8 path) and at the 16-bit rate otherwise — an NVFP4
+    model's FP4 rate is its weights' products', not attention's; any other format attends at its own rate."""
+    dtype = fmt.compute_dtype
+    if dtype in ("fp8", "fp4"):
+        dtype = "fp8" if kv_dtype == "fp8" else "bf16"
+    return _dtype_tflops(gpu, dtype, engine)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -409,7 +422,8 @@ class PromptTerms:
     """What a prompt costs one copy of the model (before any split): its FLOPs, the weight bytes it reads, the
     layers' worth of fixed time it pays, the tensor rate its products run at [TFLOPS] (None: no figure), the
     forward passes it takes, llama.cpp's kernel path (:func:`gpucost.kernel_paths.llamacpp_prompt_path`) and the
-    tokens of all its prompts."""
+    tokens of all its prompts; ``flops`` are the products over the weights, ``attn_flops`` attention's, at
+    ``attn_peak`` (:func:`attention_tflops`)."""
 
     flops: float
     weight_bytes: float
@@ -418,10 +432,19 @@ class PromptTerms:
     passes: int
     path: str
     tokens: float
+    attn_flops: float = 0.0
+    attn_peak: float | None = None
+
+    def compute_seconds(self, flops_per_tflops: float) -> float:
+        """Seconds of the prompt's products and attention at ``flops_per_tflops`` FLOP/s per TFLOPS of rate (the
+        compute efficiency × 1e12 × the cards sharing it)."""
+        peak = self.peak or math.inf   # no figure: no compute time (speed() gives no prefill then)
+        return (self.flops / peak + self.attn_flops / (self.attn_peak or peak)) / flops_per_tflops
 
 
 def prompt_terms(spec: ModelSpec, fmt: QuantFormat, gpu: Gpu, *, prompt: float, engine: str, backend: str = "cuda",
-                 software: Software = CURRENT, batch: int = 1, moe_share: float = 1.0) -> PromptTerms:
+                 software: Software = CURRENT, batch: int = 1, moe_share: float = 1.0,
+                 kv_dtype: str = "fp16") -> PromptTerms:
     """The terms of a prompt of ``prompt`` tokens (attention over half of it on average). llama.cpp processes a
     prompt in physical batches of :data:`LLAMACPP_UBATCH` tokens: each reads the weights (on the BLAS path also
     their dequantized copy) and pays the per-layer time. Every path's products are taken at the 16-bit tensor
@@ -442,35 +465,41 @@ def prompt_terms(spec: ModelSpec, fmt: QuantFormat, gpu: Gpu, *, prompt: float, 
     if engine == "llama.cpp":
         weights += llamacpp_prompt_bytes(spec, fmt, rows, gpu, backend, software)
         path = llamacpp_prompt_path(fmt, rows, gpu, backend, software)
-    flops = _linear_time_flops(spec, moe_share) + _attention_flops_per_token(spec, prompt / 2)
-    return PromptTerms(flops=flops * tokens, weight_bytes=passes * weights,
+    return PromptTerms(flops=_linear_time_flops(spec, moe_share) * tokens, weight_bytes=passes * weights,
                        layers=passes * overhead_layers(spec, engine, fmt, rows, software),
-                       peak=peak_tflops(gpu, fmt, engine), passes=passes, path=path, tokens=tokens)
+                       peak=peak_tflops(gpu, fmt, engine), passes=passes, path=path, tokens=tokens,
+                       attn_flops=_attention_flops_per_token(spec, prompt / 2) * tokens,
+                       attn_peak=attention_tflops(gpu, fmt, kv_dtype, engine))
 
 
-def roofline_seconds(weight_bytes_, kv_bytes, linear_flops, attention_flops, bytes_per_s, flops_per_s):
+def roofline_seconds(weight_bytes_, kv_bytes, linear_flops, attention_flops, bytes_per_s, flops_per_s,
+                     attn_flops_per_s=None):
     """(memory-bound time, compute-bound time) [s] of one forward step on the roofline, kernel by kernel: the matrix
     products over the weights (their bytes read, every token's products computed) and attention over the KV cache
     (its bytes read, QKᵀ and AV computed) are separate kernels that run one after the other, each bound by memory or
     by compute on its own — max(W / B, F_lin / P) + max(KV / B, F_attn / P). Their sum is the step's roofline time; a
     single max over all bytes and all FLOP would let a large batch's compute-bound products hide the cache's read.
-    Arrays broadcast together."""
+    Attention computes at ``attn_flops_per_s`` (:func:`attention_tflops`; None: ``flops_per_s``). Arrays broadcast
+    together."""
     w = np.asarray(weight_bytes_, dtype=float) / bytes_per_s
     lin = np.asarray(linear_flops, dtype=float) / flops_per_s
     kv = np.asarray(kv_bytes, dtype=float) / bytes_per_s
-    att = np.asarray(attention_flops, dtype=float) / flops_per_s
+    att = np.asarray(attention_flops, dtype=float) / (flops_per_s if attn_flops_per_s is None else attn_flops_per_s)
     memory = np.where(w >= lin, w, 0.0) + np.where(kv >= att, kv, 0.0)
     compute = np.where(w >= lin, 0.0, lin) + np.where(kv >= att, 0.0, att)
     return memory, compute
 
 
 def decode_step(weight_bytes_gpu, kv_bytes_gpu, linear_flops_gpu, attention_flops_gpu, layers, bw_gbps, peak_tflops_,
-                eff: EngineEfficiency, comm_s=0.0):
-    """(step time [s], which term bounds it) for arrays broadcast together (see module docstring)."""
+                eff: EngineEfficiency, comm_s=0.0, attn_tflops=None):
+    """(step time [s], which term bounds it) for arrays broadcast together (see module docstring); attention at
+    ``attn_tflops`` (:func:`attention_tflops`; None: ``peak_tflops_``)."""
     bytes_per_s = np.asarray(bw_gbps, dtype=float) * 1e9 * eff.bw_efficiency
-    flops_per_s = np.inf if peak_tflops_ is None else np.asarray(peak_tflops_, dtype=float) * 1e12 * eff.compute_efficiency
+
+    def rate(tflops):
+        return np.inf if tflops is None else np.asarray(tflops, dtype=float) * 1e12 * eff.compute_efficiency
     t_bw, t_c = roofline_seconds(weight_bytes_gpu, kv_bytes_gpu, linear_flops_gpu, attention_flops_gpu, bytes_per_s,
-                                 flops_per_s)
+                                 rate(peak_tflops_), rate(peak_tflops_ if attn_tflops is None else attn_tflops))
     t_fixed = np.asarray(layers, dtype=float) * eff.layer_overhead_ms / 1e3
     t_gpu = t_bw + t_c + t_fixed + comm_s
     t_host = np.asarray(layers, dtype=float) * eff.host_layer_ms / 1e3
@@ -483,7 +512,8 @@ def decode_step(weight_bytes_gpu, kv_bytes_gpu, linear_flops_gpu, attention_flop
 
 def _tensor_parallel_step(spec: ModelSpec, w_bytes: float, kv_bytes: float, linear_flops: float,
                           attention_flops: float, tokens: float, gpus: int, layers: float, bw_gbps: float,
-                          peak: float | None, eff: EngineEfficiency, link_bw: float) -> tuple[float, str]:
+                          peak: float | None, eff: EngineEfficiency, link_bw: float,
+                          attn_peak: float | None = None) -> tuple[float, str]:
     """(time [s], bound) of one forward step split over ``gpus`` tensor-parallel cards: each reads its share of
     the weights and of the KV heads (all of an MLA latent, which every rank keeps) and computes its share of the
     FLOP; two all-reduces per layer of one 16-bit hidden vector per token (ring: 2 (N − 1)/N of it per card)."""
@@ -493,151 +523,8 @@ def _tensor_parallel_step(spec: ModelSpec, w_bytes: float, kv_bytes: float, line
     lat = eff.allreduce_latency_ms / 1e3
     comm = 0.0 if gpus == 1 else 2 * layers * (lat + RING_FACTOR * (gpus - 1) / gpus * msg / (link_bw * 1e9))
     t, bound = decode_step(w_bytes * shard, kv_bytes * kv_shard, linear_flops * shard, attention_flops * shard, layers,
-                           bw_gbps, peak, eff, comm)
+                           bw_gbps, peak, eff, comm, attn_peak)
     return float(t), str(bound)
-
-
-@dataclass(frozen=True)
-class StepCost:
-    """The terms of one continuous-batching step (:func:`step_seconds`) for one model, format, card set and
-    engine, worked out once so that a replayed benchmark (:mod:`gpucost.replay`) can price thousands of steps:
-    the same quantities as :func:`speed`'s tensor-parallel decode step (``tests/test_serving_step.py`` holds
-    them equal), as plain numbers."""
-
-    dense_bytes: float        # weights every step reads (all but the embedding table and the routed experts)
-    expert_bytes: float       # the routed experts' weights (MoE), read as far as the step's tokens touch them
-    route_share: float        # k / E: the share of the experts one token is routed to (0: dense)
-    kv_full: float            # KV bytes per token of context in full-attention layers, per sequence
-    kv_window: float          # … in sliding-window layers, up to ``window`` tokens
-    window: float             # the KV cache's window (inf: none, or the engine caches every token)
-    kv_state: float           # a hybrid model's fixed recurrent state per sequence [bytes]
-    flops_linear: float       # 2 × active parameters (without the embedding table) [FLOP per token]
-    flops_experts: float      # … of which the routed experts' (MoE), computed at ``moe_share`` of the dense rate
-    attn_full: float          # attention FLOP per token per attended token, full-attention layers
-    attn_window: float        # … sliding-window layers, up to ``attn_span`` attended tokens
-    attn_span: float          # the attention window (inf: none)
-    shard: float              # a card's share of the weights and FLOP (1 / tensor-parallel cards)
-    kv_shard: float           # a card's share of the KV cache
-    bytes_per_s: float        # achievable memory bandwidth of a card [bytes/s]
-    flops_per_s: float        # achievable dense throughput of a card [FLOP/s] (inf: no figure)
-    fixed_s: float            # per-layer GPU time of a step
-    host_s: float             # per-layer host time of a step (a floor)
-    comm_fixed_s: float       # all-reduce latencies of a step (2 per layer, tensor parallel)
-    comm_per_token_s: float   # all-reduce transfer per token of the step
-    #: pipeline stages: the fields above are one stage's (its share of the layers); a step of the whole batch is
-    #: ``stages`` stage times, each stage working on a micro-batch of 1 / stages of the sequences
-    stages: int = 1
-    hop_s: float = 0.0        # sending a micro-batch's activations to the next stage: latency
-    hop_per_token_s: float = 0.0   # … and transfer per token
-    time_factor: float = 1.0  # the whole step × this (:attr:`EngineEfficiency.time_factor`)
-    moe_share: float = 1.0    # :attr:`EngineEfficiency.moe_compute_share`
-
-    @property
-    def flops_dense(self) -> float:
-        """The products over the weights per token as FLOP at the dense rate (:func:`time_flops`)."""
-        return time_flops(self.flops_linear, self.flops_experts, self.moe_share)
-
-    def kv_bytes(self, context):
-        """One sequence's KV cache at ``context`` tokens [bytes], whole model."""
-        return self.kv_full * context + self.kv_window * np.minimum(context, self.window) + self.kv_state
-
-    def attention_flops(self, context):
-        """Attention FLOP of one token that attends to ``context`` tokens (:func:`_attention_flops_per_token`)."""
-        return self.attn_full * context + self.attn_window * np.minimum(context, self.attn_span)
-
-    def seconds(self, decode, context, prefill=0, prefill_context=0.0):
-        """See :func:`step_seconds`; arrays of steps give an array of their times (:mod:`gpucost.replay`)."""
-        if self.stages > 1:   # micro-batches through the stages, one after another on each stage
-            mb_dec, mb_pre = np.divide(decode, self.stages), np.divide(prefill, self.stages)
-            hop = self.hop_s + self.hop_per_token_s * (mb_dec + mb_pre)
-            t = self.time_factor * self.stages * (self._stage(mb_dec, context, mb_pre, prefill_context) + hop)
-        else:
-            t = self.time_factor * self._stage(decode, context, prefill, prefill_context)
-        return float(t) if np.ndim(t) == 0 else t
-
-    def _stage(self, decode, context, prefill, prefill_context):
-        decode, prefill = np.asarray(decode, dtype=float), np.asarray(prefill, dtype=float)
-        tokens = decode + prefill
-        weights = self.dense_bytes + self.expert_bytes * (1.0 - (1.0 - self.route_share) ** tokens)
-        kv = np.where(decode > 0, decode * self.kv_bytes(context), 0.0)
-        attn = decode * self.attention_flops(context) + prefill * self.attention_flops(prefill_context)
-        t_bw, t_c = roofline_seconds(weights * self.shard, kv * self.kv_shard, tokens * self.flops_dense * self.shard,
-                                     attn * self.shard, self.bytes_per_s, self.flops_per_s)
-        comm = self.comm_fixed_s + self.comm_per_token_s * tokens if self.shard < 1 else 0.0
-        return np.maximum(t_bw + t_c + self.fixed_s + comm, self.host_s)
-
-
-def step_cost(spec: ModelSpec, fmt: QuantFormat, gpu: Gpu, *, gpus: int = 1, engine: str = DEFAULTS.engine,
-              kv_dtype: str = "fp16", link: str = "auto", catalog: Catalog | None = None,
-              eff: EngineEfficiency | None = None, pp: int = 1) -> StepCost:
-    """:class:`StepCost` of ``spec`` in ``fmt`` on ``gpus`` × ``gpu`` with ``engine``'s factors: tensor parallel
-    over ``gpus / pp`` cards in each of ``pp`` pipeline stages. A stage holds 1 / pp of the layers (their weights,
-    KV cache, FLOP and per-layer time) and its all-reduces stay within its cards; in flight are ``pp`` micro-batches,
-    one per stage (TensorRT-LLM's and vLLM's pipeline parallelism), and a micro-batch's hidden vectors go to the
-    next stage over the cards' link (one send per stage: the all-reduce latency and the transfer)."""
-    if pp < 1 or gpus % pp:
-        raise GpucostError(f"{gpus} cards do not split into {pp} pipeline stages")
-    tp = gpus // pp
-    _check_speed_inputs(spec, gpu, tp, 1, 1, engine, "tensor")
-    eff = eff or card_efficiency(engine, gpu, fmt, catalog)
-    wb = weight_bytes(spec, fmt)
-    expert = wb.expert_blocks if spec.is_moe else 0.0
-    # the kernel path's own bytes and per-layer time as speed() takes them for one token a sequence (only a
-    # transformers run's differ from one read of the weights and one time per layer: gpucost.kernel_paths)
-    dense = (_weights_read(spec, fmt, 0) if spec.is_moe else _weights_read(spec, fmt, 1)) \
-        + extra_weight_bytes(spec, fmt, engine, 1)
-    a = {k: float(np.asarray(v).ravel()[0]) for k, v in _arrays(((spec, fmt),)).items()}
-    prof = ENGINE_PROFILES[engine]
-    vals = (a["kv_vals"] if prof.kv_mla_compressed else a["kv_vals_expanded"]) if a["is_mla"] > 0 else a["kv_vals"]
-    kvb = KV_DTYPE_BYTES[kv_dtype]
-    window = a["window"] if prof.kv_sliding_window and a["n_swa"] > 0 else 0.0
-    n_swa = a["n_swa"] if window else 0.0
-    state = a["state_vals"] * STATE_BYTES.get(prof.activation_model, STATE_BYTES_DEFAULT)
-    f_swa = spec.sliding_window_layers if spec.sliding_window else 0
-    qk = spec.num_attention_heads * (spec.qk_nope_head_dim + spec.qk_rope_head_dim if spec.is_mla else spec.head_dim)
-    L = overhead_layers(spec, engine, fmt)
-    peak = peak_tflops(gpu, fmt, engine)
-    link_bw = gpu.link(link)[1] if gpus > 1 else float("inf")
-    f = 1.0 / pp   # a stage's share of the layers
-    L *= f
-    return StepCost(
-        dense_bytes=dense * f, expert_bytes=expert * f,
-        route_share=spec.experts_per_token / spec.num_experts if spec.is_moe else 0.0,
-        kv_full=vals * (a["n_full"] + a["n_swa"] - n_swa) * kvb * f * prof.kv_passes,
-        kv_window=vals * n_swa * kvb * f * prof.kv_passes,
-        window=window if window else math.inf, kv_state=state * f,
-        flops_linear=_linear_flops_per_token(spec) * f, flops_experts=_expert_flops_per_token(spec) * f,
-        moe_share=eff.moe_compute_share,
-        attn_full=4 * qk * (len(spec.attention_layers) - f_swa) * f,
-        attn_window=4 * qk * f_swa * f, attn_span=float(spec.sliding_window) if spec.sliding_window else math.inf,
-        shard=1.0 / tp,
-        kv_shard=1.0 if spec.is_mla else max(spec.num_kv_heads / tp, 1.0) / spec.num_kv_heads,
-        bytes_per_s=gpu.mem_bandwidth_gbps * 1e9 * eff.bw_efficiency,
-        flops_per_s=peak * 1e12 * eff.compute_efficiency if peak is not None else math.inf,
-        fixed_s=L * eff.layer_overhead_ms / 1e3, host_s=L * eff.host_layer_ms / 1e3,
-        comm_fixed_s=2 * L * eff.allreduce_latency_ms / 1e3,
-        comm_per_token_s=2 * L * RING_FACTOR * (tp - 1) / tp * spec.hidden_size * 2.0 / (link_bw * 1e9),
-        stages=pp, hop_s=eff.allreduce_latency_ms / 1e3 if pp > 1 else 0.0,
-        hop_per_token_s=spec.hidden_size * 2.0 / (link_bw * 1e9) if pp > 1 else 0.0, time_factor=eff.time_factor)
-
-
-def step_seconds(spec: ModelSpec, fmt: QuantFormat, gpu: Gpu, *, decode: int, context: float, prefill: int = 0,
-                 prefill_context: float = 0.0, gpus: int = 1, engine: str = DEFAULTS.engine, kv_dtype: str = "fp16",
-                 link: str = "auto", catalog: Catalog | None = None, eff: EngineEfficiency | None = None) -> float:
-    """One step of a continuous-batching engine [s], tensor parallel over ``gpus`` cards: one token for each of
-    ``decode`` running sequences (KV length ``context`` on average) and ``prefill`` prompt tokens (chunks that
-    attend to ``prefill_context`` earlier tokens on average) in one forward pass. The weights its tokens touch
-    (MoE: the experts hit by all ``decode + prefill`` tokens, 1 − (1 − k/E)^tokens of them) and the running
-    sequences' KV cache are read once and every token's matrix products computed: the step takes the larger of
-    the memory and the compute time (:func:`decode_step`), plus the per-layer time and two all-reduces per layer
-    of every token's hidden vector. A prefill chunk thus rides along a memory-bound decode step for the compute
-    the step had to spare (vLLM V1's chunked prefill, TensorRT-LLM's in-flight batching; :mod:`gpucost.scheduling`).
-    With ``prefill = 0`` it is :func:`speed`'s decode step. (A chunk's reads of its own prompt's earlier KV are
-    left out: one read per chunk, not per token.)"""
-    if decode < 0 or prefill < 0 or decode + prefill < 1:
-        raise GpucostError("a step processes at least one token")
-    cost = step_cost(spec, fmt, gpu, gpus=gpus, engine=engine, kv_dtype=kv_dtype, link=link, catalog=catalog, eff=eff)
-    return cost.seconds(decode, context, prefill, prefill_context)
 
 
 def _check_speed_inputs(spec: ModelSpec, gpu: Gpu, gpus, batch, context, engine: str, parallel: str | None) -> str:
@@ -695,7 +582,7 @@ def speed(spec: ModelSpec, fmt: QuantFormat, gpu: Gpu, *, gpus: int = DEFAULTS.g
         f"/{backend}" in k for k in factor_keys(engine, fmt, backend) if k in efficiency_table(catalog))
     eff = eff or card_efficiency(engine, gpu, fmt, catalog, backend)
     bw = gpu.mem_bandwidth_gbps
-    peak = peak_tflops(gpu, fmt, engine)
+    peak, attn_peak = peak_tflops(gpu, fmt, engine), attention_tflops(gpu, fmt, kv_dtype, engine)
     notes = _speed_notes(gpu, fmt, engine, backend, eff, peak, uncalibrated)
     if spec.is_moe and eff.moe_compute_share != 1.0:
         notes.append(Message("sp_note_moe_share", share=f"{eff.moe_compute_share:.2f}"))
@@ -715,11 +602,11 @@ def speed(spec: ModelSpec, fmt: QuantFormat, gpu: Gpu, *, gpus: int = DEFAULTS.g
     lat = eff.allreduce_latency_ms / 1e3
     if parallel == "tensor":
         t, bound = _tensor_parallel_step(spec, w_bytes, kv_bytes, batch * lin_time, batch * (flops_tok - lin_tok),
-                                         batch, gpus, L, bw, peak, eff, link_bw)
+                                         batch, gpus, L, bw, peak, eff, link_bw, attn_peak)
     else:  # layer split: the stages run one after another for a single step
         hop = 0.0 if gpus == 1 else (gpus - 1) * (lat + msg / (link_bw * 1e9))
         t_stage, bound = decode_step(w_bytes / gpus, kv_bytes / gpus, batch * lin_time / gpus,
-                                     batch * (flops_tok - lin_tok) / gpus, L / gpus, bw, peak, eff, 0.0)
+                                     batch * (flops_tok - lin_tok) / gpus, L / gpus, bw, peak, eff, 0.0, attn_peak)
         t = t_stage * gpus + hop
     t = float(t) + t_cpu   # the CPU's expert layers and the GPU's layers take turns within a step
     tps = batch / t
@@ -729,7 +616,7 @@ def speed(spec: ModelSpec, fmt: QuantFormat, gpu: Gpu, *, gpus: int = DEFAULTS.g
     prefill = None
     if peak is not None:
         pt = prompt_terms(spec, fmt, gpu, prompt=context, engine=engine, backend=backend, software=software,
-                          batch=prefill_batch, moe_share=eff.moe_compute_share)
+                          batch=prefill_batch, moe_share=eff.moe_compute_share, kv_dtype=kv_dtype)
         tokens = pt.tokens
         n_par = gpus if parallel == "tensor" else 1
         # the prompt's tokens touch more of a mixture-of-experts model's experts than one decode token does; those
@@ -738,7 +625,7 @@ def speed(spec: ModelSpec, fmt: QuantFormat, gpu: Gpu, *, gpus: int = DEFAULTS.g
         if cpu_moe:
             resident = weight_bytes(spec, fmt).expert_blocks * float(cpu_moe_share(_arrays(((spec, fmt),)), cpu_moe)[0])
             w_pre -= pt.passes * resident * float(active_weight_fraction(spec, tokens / pt.passes))
-        t_pre = (pt.flops / ((pt.peak or peak) * 1e12 * eff.compute_efficiency * n_par)
+        t_pre = (pt.compute_seconds(1e12 * eff.compute_efficiency * n_par)
                  + (w_pre / n_par) / (bw * 1e9 * eff.bw_efficiency)
                  + pt.layers * eff.layer_overhead_ms / 1e3) * eff.time_factor \
             + math.ceil(tokens / LLAMACPP_UBATCH) * t_copy
@@ -783,6 +670,7 @@ def decode_speed_cards(spec: ModelSpec, fmt: QuantFormat, cards: Sequence[Gpu], 
     attn = batch * _attention_flops_per_token(spec, context)
     bw = np.array([g.mem_bandwidth_gbps for g in cards], dtype=float)
     peak = np.array([peak_tflops(g, fmt, engine) or np.inf for g in cards], dtype=float)
+    attn_peak = np.array([attention_tflops(g, fmt, "fp16", engine) or np.inf for g in cards], dtype=float)
     L = overhead_layers(spec, engine, fmt, batch)
     links = np.array([g.link()[1] for g in cards], dtype=float)
     msg = batch * spec.hidden_size * 2.0
@@ -797,9 +685,11 @@ def decode_speed_cards(spec: ModelSpec, fmt: QuantFormat, cards: Sequence[Gpu], 
         if prof.parallel == "tensor":
             kv_shard = 1.0 if spec.is_mla else np.maximum(spec.num_kv_heads / nm, 1.0) / spec.num_kv_heads
             comm = np.where(nm > 1, 2 * L * (lat + RING_FACTOR * (nm - 1) / nm * msg / (links[m] * 1e9)), 0.0)
-            t[m], _ = decode_step(w_bytes / nm, kv_bytes * kv_shard, lin / nm, attn / nm, L, bw[m], peak[m], eff, comm)
+            t[m], _ = decode_step(w_bytes / nm, kv_bytes * kv_shard, lin / nm, attn / nm, L, bw[m], peak[m], eff, comm,
+                                  attn_peak[m])
         else:
-            t_stage, _ = decode_step(w_bytes / nm, kv_bytes / nm, lin / nm, attn / nm, L / nm, bw[m], peak[m], eff, 0.0)
+            t_stage, _ = decode_step(w_bytes / nm, kv_bytes / nm, lin / nm, attn / nm, L / nm, bw[m], peak[m], eff, 0.0,
+                                     attn_peak[m])
             t[m] = t_stage * nm + np.where(nm > 1, (nm - 1) * (lat + msg / (links[m] * 1e9)), 0.0)
     return np.where(ok, batch / (t + t_cpu), np.nan)
 
@@ -881,7 +771,3 @@ def training_time(spec: ModelSpec, gpu: Gpu, *, mode: str = "full", tokens: floa
                             scaling_efficiency=t_compute / t_step, link=link_name, cost=cost, currency=currency,
                             cost_basis="cloud per GPU-hour" if hourly_price is not None else "")
 
-
-def with_efficiency(eff: EngineEfficiency, **kw) -> EngineEfficiency:
-    """A copy of ``eff`` with some factors replaced (for calibration)."""
-    return replace(eff, **kw)

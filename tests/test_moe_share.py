@@ -12,7 +12,8 @@ from gpucost.catalog import Catalog
 from gpucost.models import catalog_spec
 from gpucost.quant import get_format
 from gpucost.records import gpu
-from gpucost.speed import EngineEfficiency, _expert_flops_per_token, speed, step_cost
+from gpucost.serving_step import step_cost
+from gpucost.speed import EngineEfficiency, _expert_flops_per_token, speed
 from gpucost.validation import moe_ratios
 from gpucost.validation.fit import MOE_GRID, fit_moe_share, fitted_table
 

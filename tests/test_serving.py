@@ -25,7 +25,8 @@ from gpucost.serving import (
     plan_serving,
     saturated,
 )
-from gpucost.speed import speed, step_seconds
+from gpucost.serving_step import step_seconds
+from gpucost.speed import speed
 from gpucost.units import HOURS_PER_MONTH
 from tests.conftest import run_cli
 

@@ -1,4 +1,4 @@
-"""The serving step model (gpucost.speed.step_seconds / StepCost), the engines' scheduling defaults
+"""The serving step model (gpucost.serving_step.step_seconds / StepCost), the engines' scheduling defaults
 (gpucost.scheduling) and the benchmark replay (gpucost.replay), each checked against numbers worked out by hand in
 the comments — from the model's and card's published figures and round efficiency factors chosen here, not from
 the code under test."""
@@ -17,7 +17,8 @@ from gpucost.records import gpu
 from gpucost.replay import Request, bench_serving_requests, replay
 from gpucost.scheduling import Scheduler, parse_version, scheduler, trtllm_bench_settings, with_settings
 from gpucost.serving import kv_capacity, operating_point, saturated
-from gpucost.speed import EngineEfficiency, _weights_read, speed, step_cost, step_seconds
+from gpucost.serving_step import step_cost, step_seconds
+from gpucost.speed import EngineEfficiency, _weights_read, speed
 
 
 @pytest.fixture(scope="module")

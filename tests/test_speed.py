@@ -4,6 +4,7 @@ data/engine_efficiency.csv (read from the file, not from the code under test).""
 from __future__ import annotations
 
 import csv
+import math
 
 import pytest
 
@@ -204,7 +205,8 @@ def test_vllm_on_an_amd_card_takes_the_time_factor_fitted_on_rocm_serving_runs(c
     CUDA-fitted factors with every step time × the stored ROCm factor — decode, prefill, the vectorized cards
     of page 02 and a serving step alike, on the float and the FP8 kernel paths — and the answer says so."""
     from gpucost.i18n import localize
-    from gpucost.speed import engine_efficiency, step_seconds
+    from gpucost.serving_step import step_seconds
+    from gpucost.speed import engine_efficiency
 
     k = float(factors["vllm/rocm"]["time_factor"])
     assert k > 1.5   # the ROCm documents ran 2-3x slower than the CUDA-fitted model
@@ -272,6 +274,27 @@ def test_llama_cpp_reads_mxfp4_through_its_gguf_kernels_vllm_through_its_own(cat
     sp = speed(s, mx, gpu(cat, "rtx-4090"), context=512, engine="llama.cpp", catalog=cat)
     t = sp.bytes_per_step / (1008e9 * float(f["bw_efficiency"])) + 24 * float(f["layer_overhead_ms"]) / 1e3
     assert sp.decode_tokens_per_s == pytest.approx(1 / t, rel=1e-6)
+
+
+def test_attention_computes_on_the_cache_not_on_the_weights_format(cat):
+    """NVFP4 and FP8 quantize the Linear layers' weights and inputs; attention's QKᵀ and AV take the query and the
+    KV cache: FP8 where the cache is FP8 (the B200's 4.5 PFLOPS), else 16 bits (2.25 PFLOPS), never FP4. A 2,048-token
+    prompt of Llama 3.1 8B in NVFP4 on a B200 (η_c 0.5) attends 2,048 × 4 × 32 layers × 1,024 tokens × 32 heads × 128
+    = 1,099,511,627,776 FLOP: 0.4887 ms longer on a 16-bit cache than on an FP8 one."""
+    from gpucost.speed import EngineEfficiency, attention_tflops
+
+    nvfp4, fp8, bf16 = get_format("nvfp4", cat), get_format("fp8-e4m3", cat), get_format("bf16", cat)
+    b200, h100 = gpu(cat, "b200"), gpu(cat, "h100-sxm")
+    assert attention_tflops(b200, nvfp4, "fp8", "vllm") == 4500
+    assert attention_tflops(b200, nvfp4, "fp16", "vllm") == 2250
+    assert attention_tflops(h100, fp8, "fp16", "vllm") == pytest.approx(989.4)
+    assert attention_tflops(h100, fp8, "fp8", "vllm") == pytest.approx(1978.9)
+    assert attention_tflops(h100, bf16, "fp8", "vllm") == pytest.approx(989.4)
+    eff = EngineEfficiency("hand", 0.8, 0.1, 0.0, 0.5, 0.01, math.nan, (), "", "", "")
+    s = catalog_spec("llama-3.1-8b", cat)
+    t16, t8 = (2048 / speed(s, nvfp4, b200, context=2048, engine="vllm", eff=eff, kv_dtype=kv).prefill_tokens_per_s
+               for kv in ("fp16", "fp8"))
+    assert t16 - t8 == pytest.approx(1_099_511_627_776 * (1 / (2250e12 * 0.5) - 1 / (4500e12 * 0.5)), rel=1e-9)
 
 
 def test_nvfp4_computes_on_fp4_tensor_cores_on_blackwell_only(cat):

@@ -138,14 +138,14 @@ def test_expert_offload_rows_are_judged_with_the_hosts_bandwidth_apart_and_never
 
 def test_serving_rows_are_judged_with_the_serving_engine_and_never_fitted_on(cat, results, summ):
     """Published serving runs (throughput with many requests in flight) are estimated with the step model page 07
-    and `gpucost serve` use (gpucost.speed.step_cost), their benchmark replayed as it was run (gpucost.replay),
+    and `gpucost serve` use (gpucost.serving_step.step_cost), their benchmark replayed as it was run (gpucost.replay),
     and no serving row enters the speed fit."""
     from gpucost.models import catalog_spec
     from gpucost.quant import get_format
     from gpucost.replay import Request, replay
     from gpucost.scheduling import scheduler, trtllm_bench_kv_requests, trtllm_bench_settings, with_settings
     from gpucost.serving import Load, kv_capacity, plan_serving, saturated
-    from gpucost.speed import step_cost
+    from gpucost.serving_step import step_cost
     from gpucost.validation.fit import corpus_terms
 
     row = summ.loc["serving_throughput"]

@@ -68,6 +68,7 @@ from gpucost.scheduling import (
 )
 from gpucost.serialize import number
 from gpucost.serving import kv_capacity
+from gpucost.serving_step import step_cost
 from gpucost.speed import (
     EngineEfficiency,
     efficiency_table,
@@ -75,7 +76,6 @@ from gpucost.speed import (
     kernel_family,
     key_backend,
     speed,
-    step_cost,
 )
 
 #: explicit unit conversions to the comparison unit (GiB = 2^30 bytes; GB = 10^9 bytes; MiB = 2^20 bytes)

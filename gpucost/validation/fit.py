@@ -35,6 +35,7 @@ from gpucost.speed import (
     _attention_flops_per_token,
     _decode_bytes,
     _flops_per_token,
+    attention_tflops,
     efficiency_table,
     factor_keys,
     kernel_family,
@@ -92,7 +93,9 @@ class Terms:
     batch: float
     tokens: float        # prefill: prompt tokens
     measured: float      # decode: tokens/s per sequence; prefill: seconds for the prompt
-    attention: float = 0.0   # decode: the attention FLOP per token within ``flops`` (its own kernels' roofline)
+    attention: float = 0.0   # decode: the attention FLOP per token within ``flops`` (its own kernels' roofline);
+                             # prefill: attention's FLOP for the whole prompt, beside ``flops``
+    attn_peak: float = math.inf   # TFLOPS attention computes at (gpucost.speed.attention_tflops)
 
 
 def terms_of(row: dict, catalog: Catalog) -> Terms | None:
@@ -116,6 +119,7 @@ def terms_of(row: dict, catalog: Catalog) -> Terms | None:
     if kernel_family(fmt, engine) not in DEFAULT_KERNELS.get(engine, ("float",)):
         keys = tuple(k for k in keys if k != engine)  # the engine's own factors are its default path's
     peak = peak_tflops(gpu, fmt, engine) or math.inf
+    attn_peak = attention_tflops(gpu, fmt, "fp16", engine) or peak
     ctx, prompt, gen = _tokens(row)
     batch = float(_int(row.get("batch"), 1))
     sw = software_of_row(row)
@@ -130,7 +134,8 @@ def terms_of(row: dict, catalog: Catalog) -> Terms | None:
         if row["category"] == "tpot":
             per_seq = 1000.0 / value
         return Terms(str(row["id"]), source_of(row), keys, "decode", w, kv, _flops_per_token(spec, kv_len), L,
-                     gpu.mem_bandwidth_gbps, peak, batch, 0.0, per_seq, _attention_flops_per_token(spec, kv_len))
+                     gpu.mem_bandwidth_gbps, peak, batch, 0.0, per_seq, _attention_flops_per_token(spec, kv_len),
+                     attn_peak)
     p = float(max(prompt or ctx, 1))
     if batch != 1 or spec.is_moe:   # a MoE prompt's time is its experts' share of the rate (fit_moe_share's)
         return None
@@ -139,7 +144,7 @@ def terms_of(row: dict, catalog: Catalog) -> Terms | None:
         return None
     seconds = p / value if row["category"] == "prefill_speed" else value / 1000.0
     return Terms(str(row["id"]), source_of(row), keys, "prefill", pt.weight_bytes, 0.0, pt.flops, pt.layers,
-                 gpu.mem_bandwidth_gbps, pt.peak, 1.0, p, seconds)
+                 gpu.mem_bandwidth_gbps, pt.peak, 1.0, p, seconds, pt.attn_flops, pt.attn_peak or pt.peak)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -161,13 +166,14 @@ def _loss(ratio: np.ndarray) -> np.ndarray:
 def _fit_decode(rows: list[Terms], eta_c: float, c_fixed: float | None = None) -> tuple[float, float]:
     """(η, c [ms]) minimizing :func:`_loss` over decode rows: a grid, then a finer one (``c_fixed``: η
     alone)."""
-    W, K, F, A, L, bw, pk, b, meas = (_arr(rows, n)[:, None, None] for n in
-                                      ("weights", "kv", "flops", "attention", "layers", "bw", "peak", "batch",
-                                       "measured"))
+    W, K, F, A, L, bw, pk, pa, b, meas = (_arr(rows, n)[:, None, None] for n in
+                                          ("weights", "kv", "flops", "attention", "layers", "bw", "peak", "attn_peak",
+                                           "batch", "measured"))
 
     def sse(etas, cs):
         eta, c = etas[None, :, None], cs[None, None, :]
-        t_bw, t_c = roofline_seconds(W, b * K, b * (F - A), b * A, bw * 1e9 * eta, pk * 1e12 * eta_c)
+        t_bw, t_c = roofline_seconds(W, b * K, b * (F - A), b * A, bw * 1e9 * eta, pk * 1e12 * eta_c,
+                                     pa * 1e12 * eta_c)
         t = t_bw + t_c + L * c / 1e3
         return _loss(t * meas)
 
@@ -184,13 +190,14 @@ def _fit_decode(rows: list[Terms], eta_c: float, c_fixed: float | None = None) -
 def _fit_compute(rows: list[Terms], eta: float, c: float) -> float:
     """η_c minimizing :func:`_loss` over prefill rows (:func:`gpucost.speed.prompt_terms`: the weights read once
     per forward pass)."""
-    F, W, L, bw, pk, meas = (_arr(rows, n)[:, None] for n in ("flops", "weights", "layers", "bw", "peak", "measured"))
+    F, A, W, L, bw, pk, pa, meas = (_arr(rows, n)[:, None] for n in ("flops", "attention", "weights", "layers", "bw",
+                                                                     "peak", "attn_peak", "measured"))
     grid = GRID_COMPUTE[None, :]
-    t = F / (pk * 1e12 * grid) + W / (bw * 1e9 * eta) + L * c / 1e3
+    t = (F / pk + A / pa) / (1e12 * grid) + W / (bw * 1e9 * eta) + L * c / 1e3
     s = _loss(t / meas)
     k = int(np.argmin(s))
     fine = np.clip(GRID_COMPUTE[k] + np.arange(-0.005, 0.00501, 0.0005), 0.005, 1.0)
-    t = F / (pk * 1e12 * fine[None, :]) + W / (bw * 1e9 * eta) + L * c / 1e3
+    t = (F / pk + A / pa) / (1e12 * fine[None, :]) + W / (bw * 1e9 * eta) + L * c / 1e3
     return round(float(fine[int(np.argmin(_loss(t / meas)))]), 4)
 
 
