@@ -219,6 +219,22 @@ def test_replay_of_two_clients_by_hand():
     assert r.peak_running == 2
 
 
+def test_a_schedules_throughput_alone_is_the_replays(cat):
+    """Two answers to one question: Schedule.output_tokens_per_s (what the MoE share is fitted on) and the replay's
+    throughput (what a row is judged on) agree, closed loop and offline, on a real step model."""
+    from gpucost.replay import schedule
+
+    s, f, h100 = catalog_spec("qwen3-30b-a3b", cat), get_format("bf16", cat), gpu(cat, "h100-sxm")
+    step = step_cost(s, f, h100, engine="vllm", catalog=cat).seconds
+    reqs = bench_serving_requests(200, 1000, 300, range_ratio=0.5)
+    for clients in (8, None):
+        sch = schedule(reqs, scheduler("vllm", h100), clients=clients, kv_tokens=400_000)
+        assert sch.output_tokens_per_s(step) == pytest.approx(sch.price(step).output_tokens_per_s, rel=1e-12)
+        assert sch.price(step).output_tokens_per_s == pytest.approx(
+            replay(reqs, step, scheduler("vllm", h100), clients=clients, kv_tokens=400_000).output_tokens_per_s,
+            rel=1e-12)
+
+
 def test_bench_serving_lengths_are_the_scripts_own():
     # bench_serving --dataset-name random --random-input-len 1000 --random-output-len 1000 --num-prompts 10, seed
     # 1, range ratio 0: the SGLang cookbook printed 6,101 input and 4,210 output tokens over the 10 requests (the
