@@ -92,7 +92,7 @@ class EngineEfficiency(Record):
     time_factor: float = 1.0
     #: a mixture-of-experts layer's routed experts compute at this share of the dense rate (compute_efficiency ×
     #: the card's peak): grouped GEMMs over a few tokens per expert, the tokens' routing and permutation, uneven
-    #: load. Fitted on the corpus's MoE serving runs (data/moe_efficiency.csv, :func:`moe_compute_share`); 1: dense
+    #: load. Fitted on the corpus's MoE serving runs (data/moe_efficiency.csv, read in :func:`efficiency_table`); 1: dense
     moe_compute_share: float = 1.0
 
 
@@ -111,14 +111,6 @@ def efficiency_table(catalog: Catalog | None = None) -> dict[str, EngineEfficien
     catalog = catalog or Catalog()
     return derived((catalog.table("engine_efficiency"), catalog.table("moe_efficiency")), "efficiency_table",
                    _efficiency_table)
-
-
-def moe_compute_share(catalog: Catalog | None = None) -> float:
-    """The share of the dense compute rate a mixture-of-experts model's routed experts reach
-    (data/moe_efficiency.csv: fitted on the corpus's serving runs of MoE models; 1 where the file has no row)."""
-    catalog = catalog or Catalog()
-    t = catalog.table("moe_efficiency")
-    return float(t.iloc[0]["moe_compute_share"]) if len(t) else 1.0
 
 
 def with_moe_share(table: dict[str, EngineEfficiency], share: float) -> dict[str, EngineEfficiency]:

@@ -58,7 +58,7 @@ def _round(v, nd=4):
     return "" if x is None else round(x, nd)
 
 
-def efficiency_rows(catalog: Catalog) -> pd.DataFrame:
+def efficiency_rows(catalog: Catalog, moe_share: float) -> pd.DataFrame:
     terms = corpus_terms(catalog)
     fitted = fit_factors(terms)
     stored = catalog.table("engine_efficiency").set_index("engine")
@@ -91,7 +91,7 @@ def efficiency_rows(catalog: Catalog) -> pd.DataFrame:
                              f"{'its parent key' if '/' in key else 'vLLM'}"})
     # an engine on a backend its factors were not fitted on: its CUDA factors, every step time × a factor fitted on
     # that backend's serving runs (gpucost.validation.fit.fit_time_factors)
-    for key, tf in sorted(time_factors(catalog).items()):
+    for key, tf in sorted(time_factors(catalog, moe_share).items()):
         if key in table:
             continue
         engine = key.split("/")[0]
@@ -134,6 +134,8 @@ def allocator_rows(catalog: Catalog) -> pd.DataFrame:
 
 
 def moe_rows(catalog: Catalog) -> pd.DataFrame:
+    """data/moe_efficiency.csv's one row: the share fitted on every document (efficiency_rows prices the time
+    factors' rows with it)."""
     ratios = moe_ratios(catalog, fitted_table(catalog))
     fit = fit_moe_share(ratios)
     if fit is None:
@@ -179,9 +181,9 @@ def band_rows(catalog: Catalog) -> pd.DataFrame:
 
 def main(argv: list[str]) -> int:
     cat = Catalog()
-    eff = efficiency_rows(cat)
-    alloc = allocator_rows(cat)
     moe = moe_rows(cat)
+    eff = efficiency_rows(cat, float(moe.at[0, "moe_compute_share"]))
+    alloc = allocator_rows(cat)
     bands = band_rows(cat)
     if "--check" in argv:
         same = all(path.exists() and path.read_text(encoding="utf-8") == df.to_csv(index=False, lineterminator="\n")

@@ -25,7 +25,6 @@ import pandas as pd
 
 from gpucost.catalog import Catalog
 from gpucost.errors import GpucostError
-from gpucost.models import catalog_spec, model_id
 from gpucost.speed import with_moe_share
 from gpucost.validation.allocator import fit_reserve_floor, fit_reserve_ratio, reserve_pairs
 from gpucost.validation.corpus import (
@@ -40,6 +39,7 @@ from gpucost.validation.corpus import (
     cpu_moe_of,
     engine_of,
     row_estimate,
+    row_model,
     serving_throughput_at_shares,
     source_of,
 )
@@ -144,10 +144,7 @@ def validate(catalog: Catalog | None = None, *, cross_validated: bool = True) ->
             return {**base, "measured": float("nan"), "unit": COMPARE_UNIT.get(row["category"], ""),
                     "estimate": float("nan"), "error_pct": float("nan"), "role": "skipped", "reason": str(exc)}
 
-    moe_model = {}
-    for row in rows:
-        mid = model_id(str(row["model_id"]), catalog)
-        moe_model[row["id"]] = mid is not None and catalog_spec(mid, catalog).is_moe
+    moe_model = {row["id"]: _is_moe(row, catalog) for row in rows}
 
     out = [estimate(row, table_of(source_of(row), row["category"], moe_model[row["id"]])) for row in rows]
     # time factors: each document's rows on such a backend re-estimated with the factor fitted without it, on the
@@ -195,9 +192,8 @@ def moe_ratios(catalog: Catalog, table: dict, rows: list[dict] | None = None) ->
     for row in rows:
         if row["category"] != "serving_throughput" or backend_of(row) != "cuda":
             continue
-        mid = model_id(str(row["model_id"]), catalog)
         try:
-            if mid is None or not catalog_spec(mid, catalog).is_moe or _gpu(row, catalog).vendor != "NVIDIA":
+            if not _is_moe(row, catalog) or _gpu(row, catalog).vendor != "NVIDIA":
                 continue
             measured, _unit = comparison_value(row)
             dense, half = serving_throughput_at_shares(row, catalog, table, (1.0, 0.5))
@@ -210,18 +206,29 @@ def moe_ratios(catalog: Catalog, table: dict, rows: list[dict] | None = None) ->
     return out
 
 
+def _is_moe(row: dict, catalog: Catalog) -> bool:
+    """Whether a corpus row's model is a mixture of experts (False where models.csv lacks it)."""
+    try:
+        return row_model(row, catalog).is_moe
+    except GpucostError:
+        return False
+
+
 def moe_share(catalog: Catalog | None = None) -> MoeFit | None:
     """The MoE share fitted on every document (tools/calibrate.py writes it to data/moe_efficiency.csv)."""
     catalog = catalog or Catalog()
     return fit_moe_share(moe_ratios(catalog, fitted_table(catalog)))
 
 
-def time_factors(catalog: Catalog | None = None) -> dict:
-    """The time factors fitted on every document (tools/calibrate.py writes them to data/engine_efficiency.csv)."""
+def time_factors(catalog: Catalog | None = None, share: float | None = None) -> dict:
+    """The time factors fitted on every document (tools/calibrate.py writes them to data/engine_efficiency.csv), on
+    rows priced with the routed experts at ``share`` of the dense rate (None: :func:`moe_share`'s fit)."""
     catalog = catalog or Catalog()
-    table = fitted_table(catalog)
-    fit = fit_moe_share(moe_ratios(catalog, table))
-    return fit_time_factors(time_ratios(catalog, with_moe_share(table, fit.moe_compute_share if fit else 1.0)))
+    if share is None:
+        fit = moe_share(catalog)
+        share = fit.moe_compute_share if fit else 1.0
+    table = with_moe_share(fitted_table(catalog), share)
+    return fit_time_factors(time_ratios(catalog, table))
 
 
 def _stats(errs: pd.Series) -> tuple[float, float]:

@@ -623,12 +623,7 @@ def serving_throughput_at_shares(row: dict, catalog: Catalog, table: dict[str, E
                                  shares: Sequence[float] | np.ndarray) -> np.ndarray:
     """A serving-throughput row's estimate (output tokens/s) with a MoE model's routed experts at each of ``shares``
     of the dense compute rate (:func:`gpucost.validation.fit.fit_moe_share`); the row scheduled once."""
-    mid = model_id(str(row["model_id"]), catalog)
-    if mid is None:
-        raise GpucostError(f"model '{row['model_id']}' is not in models.csv")
-    spec = catalog_spec(mid, catalog)
-    fmt = get_format(str(row.get("quant") or "bf16"), catalog)
-    sched, replicas, cost = _scheduled_row(row, spec, fmt, catalog, table)
+    sched, replicas, cost = _scheduled_row(row, row_model(row, catalog), row_format(row, catalog), catalog, table)
     return np.array([sched.output_tokens_per_s(cost(float(m)).seconds) * replicas for m in shares])
 
 
@@ -648,6 +643,22 @@ def _serving(row: dict, spec, fmt, catalog: Catalog, table: dict[str, EngineEffi
     return rep.mean_ttft_ms if cat == "serving_ttft" else rep.mean_tpot_ms
 
 
+def row_model(row: dict, catalog: Catalog):
+    """A corpus row's model (its :class:`~gpucost.models.ModelSpec` from models.csv); GpucostError if it has none."""
+    mid = model_id(str(row["model_id"]), catalog)
+    if mid is None:
+        raise GpucostError(f"model '{row['model_id']}' is not in models.csv")
+    return catalog_spec(mid, catalog)
+
+
+def row_format(row: dict, catalog: Catalog):
+    """A corpus row's weights format (``quant``, bf16 where empty); GpucostError if quant_formats.csv lacks it."""
+    try:
+        return get_format(str(row.get("quant") or "bf16"), catalog)
+    except GpucostError:
+        raise GpucostError(f"format '{row.get('quant')}' is not in quant_formats.csv") from None
+
+
 def row_estimate(row: dict, catalog: Catalog, table: dict[str, EngineEfficiency] | None = None,
                  reserve_ratio: float | None = None, reserve_floor: float | None = None) -> float:
     """The estimator's value for one corpus row, in the row's comparison unit (``reserve_ratio``: the caching
@@ -658,16 +669,10 @@ def row_estimate(row: dict, catalog: Catalog, table: dict[str, EngineEfficiency]
     cat = row["category"]
     if cat not in CATEGORIES:
         raise GpucostError(f"category '{cat}' is not estimated here")
-    mid = model_id(str(row["model_id"]), catalog)
-    if mid is None:  # every category, MFU included: each row is judged on a catalog model
-        raise GpucostError(f"model '{row['model_id']}' is not in models.csv")
+    spec = row_model(row, catalog)   # every category, MFU included: each row is judged on a catalog model
     if cat == "mfu":
         return table["training"].mfu
-    spec = catalog_spec(mid, catalog)
-    try:
-        fmt = get_format(str(row.get("quant") or "bf16"), catalog)
-    except GpucostError:
-        raise GpucostError(f"format '{row.get('quant')}' is not in quant_formats.csv") from None
+    fmt = row_format(row, catalog)
     if cat == "file_size":
         return weights_file_gib(spec, fmt)
     if cat == "inference_memory":

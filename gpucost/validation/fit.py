@@ -28,8 +28,6 @@ import numpy as np
 from gpucost.catalog import Catalog
 from gpucost.errors import GpucostError
 from gpucost.memory_profiles import ENGINE_PROFILES
-from gpucost.models import catalog_spec, model_id
-from gpucost.quant import get_format
 from gpucost.speed import (
     EngineEfficiency,
     _attention_flops_per_token,
@@ -56,6 +54,8 @@ from gpucost.validation.corpus import (
     cpu_moe_of,
     engine_of,
     includes_prefill,
+    row_format,
+    row_model,
     software_of_row,
     source_of,
 )
@@ -104,11 +104,7 @@ def terms_of(row: dict, catalog: Catalog) -> Terms | None:
         return None   # experts in host RAM: the CPU's share is not the card's speed (judged, never fitted)
     try:
         engine = engine_of(row)
-        mid = model_id(str(row["model_id"]), catalog)
-        if mid is None:
-            return None
-        spec = catalog_spec(mid, catalog)
-        fmt = get_format(str(row.get("quant") or "bf16"), catalog)
+        spec, fmt = row_model(row, catalog), row_format(row, catalog)
         gpu = _gpu(row, catalog)
         value, _unit = comparison_value(row)
     except GpucostError:
