@@ -58,7 +58,7 @@ from gpucost.validation.fit import (
 
 #: the issue's targets: median absolute error [%] on documents not used to fit, with p90 ≤ 2.5 × median
 TARGETS = {"file_size": 1.0, "inference_memory": 5.0, "training_memory": 10.0, "decode_speed": 15.0,
-           "prefill_speed": 25.0}
+           "prefill_speed": 25.0, "serving_throughput": 20.0}
 #: what the tests hold on the median today: the target where the median meets it, else the measured
 #: cross-validated median a little above (README "what still misses"). Serving throughput 30 -> 32 on 2026-12-06:
 #: 19 prefill rows of a new document (optimum-benchmark, transformers 4.35) moved the pooled prefill factor that
