@@ -140,7 +140,7 @@ SCHEMAS: dict[str, dict[str, str]] = {
     # PyTorch's caching allocator: what it reserves above the allocated peak of a training run, measured on pairs
     # of one run's two figures in the corpus (tools/calibrate.py, gpucost.validation.fit.fit_reserve_ratio)
     "allocator": {
-        "regime": "enum:training", "reserved_over_allocated": "num+", "p10": "num+", "p90": "num+", "pairs": "int+",
+        "regime": "enum:training", "churn_reserved_over_allocated": "num+", "p10": "num+", "p90": "num+", "pairs": "int+",
         "documents": "int+", "calibration_rows": "str", **SOURCE_COLS,
     },
     # a mixture-of-experts layer's routed experts: the share of the dense compute rate their matrix products reach,

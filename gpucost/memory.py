@@ -21,8 +21,8 @@ Training, per GPU (mixed precision as in the ZeRO paper, Rajbhandari et al. 2020
 section 3.1: 2Ψ fp16 weights + 2Ψ fp16 gradients + KΨ optimizer states, K = 12 for Adam: fp32 master
 copy, momentum and variance; ZeRO stage 1 divides the K term by N, stage 2 also the gradients, stage 3
 also the weights), activations per micro-batch (:func:`training_activation_bytes`), LoRA/QLoRA; ``overhead`` is
-the CUDA context and what PyTorch's caching allocator reserves above the allocated peak
-(:func:`gpucost.memory_training.reserve_ratio`). A card must hold the allocated peak, the least reserve runs keep
+the CUDA context and what PyTorch's caching allocator reserves above the allocated peak, in proportion to what a
+step frees and allocates again (:func:`gpucost.memory_training.reserve_ratio`). A card must hold the allocated peak, the least reserve runs keep
 (:func:`gpucost.memory_training.reserve_floor`) and the CUDA context (:attr:`Estimate.need_gib`); the rest of the
 reserve is cached blocks the allocator gives back when the card is full (:meth:`Estimate.reserved_on`): a card
 that holds the need but not the whole reserve is a tight fit.
@@ -212,6 +212,14 @@ class Estimate(Record):
         """The allocated peak (per GPU): torch.cuda.max_memory_allocated — the engine's figure less what the caching
         allocator reserves above it (training; the same as :attr:`engine_gib` for inference)."""
         return self.engine_gib - self.reserve_gib
+
+    @property
+    def kept_gib(self) -> float:
+        """Training: what a run allocates once and keeps (per GPU) — its weights and optimizer states; the allocator's
+        reserve grows with the rest, what each step frees and allocates again
+        (:func:`gpucost.memory_training.reserve_ratio`). 0 for inference."""
+        t = dict(self.terms)
+        return t.get("weights", 0.0) + t.get("optimizer", 0.0)
 
     @property
     def need_gib(self) -> float:

@@ -92,7 +92,7 @@ def _resolve(rows, framework: str, as_of: str | None, seen: tuple[str, ...]) -> 
 
 
 @lru_cache(maxsize=8)
-def _reserve_rows(key: tuple, column: str = "reserved_over_allocated") -> dict[str, float]:
+def _reserve_rows(key: tuple, column: str = "churn_reserved_over_allocated") -> dict[str, float]:
     from gpucost.catalog import load_table
 
     t = load_table("allocator")
@@ -100,16 +100,18 @@ def _reserve_rows(key: tuple, column: str = "reserved_over_allocated") -> dict[s
 
 
 def reserve_ratio(regime: str = "training") -> float:
-    """PyTorch's caching allocator: its reserved peak ÷ the allocated peak of a run (data/allocator.csv: the median
-    over documents of one run's two figures, torch.cuda.max_memory_reserved or nvidia-smi beside
-    max_memory_allocated; blocks freed by one step stay cached and split, so the card holds more than is ever
-    allocated at once)."""
-    return _allocator_value(regime, "reserved_over_allocated")
+    """PyTorch's caching allocator: what it reserves ÷ what is allocated, of the memory a training step frees and
+    allocates again — gradients, the optimizer step's temporaries, activations and logits; the weights and optimizer
+    states, allocated once and kept, take no reserve (data/allocator.csv: the median over documents of one run's two
+    figures, torch.cuda.max_memory_reserved or nvidia-smi beside max_memory_allocated, each less the run's
+    estimated weights and optimizer states). Blocks a step frees stay cached and are split for smaller requests
+    (c10/cuda/CUDACachingAllocator.cpp), so the card holds more than is ever allocated at once."""
+    return _allocator_value(regime, "churn_reserved_over_allocated")
 
 
 def reserve_floor(regime: str = "training") -> float:
-    """The least of the allocator's reserve a run keeps when the card is full: reserved ÷ allocated peak at the p10 of
-    the corpus's pairs (data/allocator.csv). Above it the reserve is cached blocks PyTorch gives back when cudaMalloc
+    """The least of the allocator's reserve a run keeps when the card is full: reserved ÷ allocated of the memory a
+    step frees and allocates again (:func:`reserve_ratio`) at the p10 of the corpus's pairs (data/allocator.csv). Above it the reserve is cached blocks PyTorch gives back when cudaMalloc
     fails; the p10 stands for what it cannot give back (blocks split among live tensors)."""
     return _allocator_value(regime, "p10")
 
@@ -268,12 +270,15 @@ def training_bytes(a: dict, N, s: Setup, trainable, fmt_quantized: bool) -> dict
         act, logits, dequant = act / tp, logits / tp, dequant / tp
     grads, step_extra, act, logits, dequant = _at_peak(grads, head_grad, step, act, logits, dequant, s.grad_accum)
     optimizer = opt_gpu + step_extra
-    # the caching allocator reserves more than the allocated peak: the card holds the reserved figure
+    # the caching allocator reserves more than the allocated peak: the card holds the reserved figure. What a step
+    # frees and allocates again (gradients, the step's temporaries, activations and logits) leaves cached and split
+    # blocks behind; the weights and the optimizer states are allocated once and kept (reserve_ratio)
     ratio = s.reserve_ratio if s.reserve_ratio is not None else reserve_ratio("training")
-    reserve = (ratio - 1.0) * (weights + grads + optimizer + act)
+    churn = grads + step_extra + act
+    reserve = (ratio - 1.0) * churn
     # what of it the allocator cannot give back when the card is full (the need, memory.Estimate.need_gib)
     floor = min(s.reserve_floor if s.reserve_floor is not None else reserve_floor("training"), ratio)
-    kept = (floor - 1.0) * (weights + grads + optimizer + act)
+    kept = (floor - 1.0) * churn
     overhead = CUDA_CONTEXT_GIB * GIB + reserve
     shape = np.broadcast(weights, grads, optimizer, act, N).shape
     return {"weights": np.broadcast_to(weights, shape), "kv_cache": np.zeros(shape),

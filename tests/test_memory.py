@@ -388,19 +388,23 @@ def test_zero3_gpu_counts_by_hand(cat, params, vram):
     bf = fmt(cat, "bf16")
     s = Setup(mode="full", context=1, zero=3, engine="transformers")
     n, per = min_gpus(_toy(params), bf, s, vram)
-    # per GPU: 16Ψ/N of model states, the two gathered layers and the activations of one token (stored for
-    # backward: 1000 layers × 2 × 256 values + one layer's set) — the allocated peak — and the CUDA context
-    # (0.25 GiB); the allocator's cache above them (data/allocator.csv's ratio) is in the per-GPU figure, and it may
-    # pass the card (PyTorch gives cached blocks back when the card is full)
+    # per GPU: 16Ψ/N of model states (2Ψ/N weights, 2Ψ/N gradients, 12Ψ/N optimizer states), the two gathered
+    # layers and the activations of one token (stored for backward: 1000 layers × 2 × 256 values + one layer's set)
+    # — the allocated peak — and the CUDA context (0.25 GiB); the allocator's cache above them is data/allocator.csv's
+    # ratio of what a step frees and allocates again (the gradients and the activations; the weights and optimizer
+    # states are kept), in the per-GPU figure, and it may pass the card (PyTorch gives cached blocks back when the
+    # card is full)
     allocator = next(csv.DictReader(open(bundled_data_dir() / "allocator.csv", encoding="utf-8")))
-    ratio, floor = float(allocator["reserved_over_allocated"]), float(allocator["p10"])
-    one = estimate(_toy(params), bf, replace(s, gpus=1))
-    fixed = one.per_gpu.activations * GIB + TOY_GATHERED
-    # the card holds the allocated peak, the least reserve runs keep (the pairs' p10) and the context
-    want = max(1, int(np.ceil(16 * params / ((vram - 0.25) * GIB / floor - fixed) - 1e-12)))
-    allocated = (16 * params / want + fixed) / GIB
-    assert n == want and allocated * floor + 0.25 <= vram
-    assert per == pytest.approx(allocated * ratio + 0.25, rel=1e-3)  # (one card gathers no layer: 5 MB less)
+    ratio, floor = float(allocator["churn_reserved_over_allocated"]), float(allocator["p10"])
+    act = estimate(_toy(params), bf, replace(s, gpus=1)).per_gpu.activations * GIB
+    # the card holds the allocated peak, the least reserve runs keep (the pairs' p10) of the churn, and the context:
+    # (16 + 2 (floor − 1)) Ψ / N + gathered + floor × activations ≤ the card less the context
+    want = max(1, int(np.ceil((16 + 2 * (floor - 1)) * params
+                              / ((vram - 0.25) * GIB - TOY_GATHERED - floor * act) - 1e-12)))
+    allocated = (16 * params / want + TOY_GATHERED + act) / GIB
+    churn = (2 * params / want + act) / GIB
+    assert n == want and allocated + (floor - 1) * churn + 0.25 <= vram
+    assert per == pytest.approx(allocated + (ratio - 1) * churn + 0.25, rel=1e-3)  # (one card gathers no layer)
     if n > 1:
         assert estimate(_toy(params), bf, replace(s, gpus=n - 1)).need_gib > vram
 

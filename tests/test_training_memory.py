@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import json
 import re
+from collections import Counter
 
 import numpy as np
 import pytest
@@ -150,39 +151,45 @@ def test_a_run_split_over_its_cards_by_device_map_is_judged_as_pipeline_stages(c
 
 
 def test_the_card_must_hold_the_allocators_reserved_peak(cat):
-    """PyTorch's caching allocator keeps freed blocks: a run's reserved peak is above its allocated one. The corpus's
-    pairs of one run's two figures, read here from their rows: llama-recipes PR 41 (25.86 → 32.67, 20.20 → 27.36,
-    15.22 → 19.36 GB) and XTuner's log (18.02 → 22.20 GiB); the stored ratio is the median over the four documents
-    (with fms-acceleration's 69 nvidia-smi pairs and gpucost's own 54 runs on an H200), and the estimate's total is the allocated peak × it + the CUDA
-    context, what `gpucost fit` shows and the fit verdict uses."""
+    """PyTorch's caching allocator keeps the blocks a step frees: a run's reserved peak is above its allocated one,
+    by a share of what its steps free and allocate again — not of the weights and optimizer states it keeps. The
+    corpus's pairs of one run's two figures, read here from their rows: llama-recipes PR 41 (25.86 → 32.67, 20.20 →
+    27.36, 15.22 → 19.36 GB), XTuner's log (18.02 → 22.20 GiB), fms-acceleration's 69 nvidia-smi pairs and gpucost's
+    own 54 runs on an H200; the stored ratio is the median over documents of the pairs the estimator can estimate,
+    and the estimate's total is the allocated peak + the ratio − 1 of its churn + the CUDA context, what `gpucost
+    fit` shows and the fit verdict uses."""
     rows = {r["id"]: r for r in csv.DictReader(open(bundled_data_dir() / "benchmarks.csv", encoding="utf-8"))}
     llama = [float(rows[b]["measured"]) / float(rows[a]["measured"])
              for a, b in (("tmb172", "tmb173"), ("tmb174", "tmb175"), ("tmb176", "tmb177"))]
     assert llama == pytest.approx([1.2633, 1.3545, 1.2720], abs=1e-4)
     xtuner = float(rows["tr218"]["measured"]) / float(rows["tr217"]["measured"])
     assert xtuner == pytest.approx(1.2320, abs=1e-4)
-    from gpucost.memory_training import reserve_ratio
-
-    # fms-acceleration: nvidia-smi MiB less the 0.25 GiB CUDA context, over torch's allocated bytes, per run
-    fms = []
-    for r in rows.values():
-        if r["source_id"] == "fms-acceleration-bench-a100-80gb" and r["measure_kind"] == "allocator_peak":
-            own = re.search(r"same run as (\w+)", r["notes"])
-            smi = rows[own.group(1)] if own else next(x for x in rows.values() if re.search(
-                rf"same run as {r['id']}\b", x["notes"]))
-            fms.append((float(smi["measured"]) * 2**20 - 0.25 * GIB) / float(r["measured"]))
-    assert len(fms) == 69
-    # gpucost's own H200 runs (tools/device_measure.py): torch's reserved over allocated peak, 54 runs
     h200 = [float(r["measured"]) / float(rows[re.search(r"same run as (\w+)", r["notes"]).group(1)]["measured"])
             for r in rows.values() if r["source_id"] == "gpucost-h200-2026-12-04" and r["measure_kind"] == "reserved"]
     assert len(h200) == 54 and 1.0 < min(h200) and max(h200) < 1.3
+    from gpucost.memory_training import reserve_ratio
+    from gpucost.validation.allocator import reserve_pairs
+
+    pairs = reserve_pairs(cat)
+    # fms-acceleration's runs with its own plugins (engine fms-acceleration, 50 pairs) and XTuner's (engine other)
+    # are not estimated, so what they keep is not known: left out
+    assert Counter(p.source for p in pairs) == {"gpucost-h200-2026-12-04": 54, "fms-acceleration-bench-a100-80gb": 19,
+                                               "llama-recipes-pr-41-fsdp-lora-memory": 3}
+    # by hand, gpucost's own run gdv001/gdv002 (Llama 3.1 8B, LoRA r 16 on every Linear, one H200): it keeps 2 bytes a
+    # weight of 8.03e9, and of 32 × 1,310,720 adapter weights 2 bytes (bf16) and 12 (fp32 master, Adam's m and v)
+    kept = (2 * 8.03e9 + 14 * 32 * 1_310_720) / GIB
+    (run,) = [p for p in pairs if p.allocated_id == "gdv001"]
+    assert run.kept_gib == pytest.approx(kept, rel=1e-4)
+    assert run.ratio == pytest.approx((20.396 - kept) / (19.619 - kept), rel=1e-3)   # 1.189, where 20.396 / 19.619 is 1.040
+    by_doc = {d: np.median([p.ratio for p in pairs if p.source == d]) for d in {p.source for p in pairs}}
     ratio = reserve_ratio()
-    assert ratio == pytest.approx(float(np.median([np.median(llama), xtuner, np.median(fms), np.median(h200)])),
-                                  abs=1e-4)
+    assert ratio == pytest.approx(float(np.median(list(by_doc.values()))), abs=1e-4)
     d = json.loads(run_cli("fit", "--model", "llama-3.1-8b", "--quant", "bf16", "--mode", "lora", "--context", "2048",
                            "--json").stdout)
-    assert d["allocator_reserve_gib"] == pytest.approx((ratio - 1) * d["allocated_peak_gib"], rel=1e-9)
-    assert d["per_gpu_gib"]["total"] == pytest.approx(ratio * d["allocated_peak_gib"] + 0.25, rel=1e-9)
+    churn = d["allocated_peak_gib"] - d["terms_gib"]["weights"] - d["terms_gib"]["optimizer"]
+    assert 0 < churn < d["allocated_peak_gib"] / 2
+    assert d["allocator_reserve_gib"] == pytest.approx((ratio - 1) * churn, rel=1e-9)
+    assert d["per_gpu_gib"]["total"] == pytest.approx(d["allocated_peak_gib"] + (ratio - 1) * churn + 0.25, rel=1e-9)
     assert d["terms_gib"]["allocator"] == pytest.approx(d["allocator_reserve_gib"], rel=1e-9)
     # inference is not multiplied (its engines' own figures are what the corpus judges them on)
     inf = json.loads(run_cli("fit", "--model", "llama-3.1-8b", "--quant", "bf16", "--json").stdout)
@@ -443,18 +450,19 @@ def test_an_unstated_checkpointing_is_the_frameworks_default():
 
 
 def test_long_sequences_carry_the_variable_length_caution():
-    """Judged blind, ms-swift's LoRA runs at 4,096-8,192 tokens on data of varying lengths reserved 20-60 % more than
-    the estimate: a training estimate at 4,096 tokens or more says so (en, zh); at 2,048 it does not."""
+    """Held out, half of ms-swift's runs at 4,096-8,192 tokens on data of varying lengths reserved at least 1.2 × the
+    estimate, one 2.7 × (tests/test_validation.py holds the figures to the corpus): a training estimate at 4,096 tokens
+    or more says so (en, zh); at 2,048 it does not."""
     from gpucost.i18n import localize
 
     cat = Catalog()
     spec, fmt = catalog_spec("llama-3.1-8b", cat), get_format("bf16", cat)
     long = estimate(spec, fmt, Setup(mode="lora", context=4096))
     short = estimate(spec, fmt, Setup(mode="lora", context=2048))
-    assert any("20–60 %" in n and "4,096" in n for n in long.notes)
-    assert any("20–60 %" in localize(n, "zh") and "打包" in localize(n, "zh") for n in long.notes)
-    assert not any("20–60 %" in n for n in short.notes)
-    assert not any("20–60 %" in n for n in estimate(spec, fmt, Setup(mode="inference", context=8192)).notes)
+    assert any("1.2 ×" in n and "2.7 ×" in n and "4,096" in n for n in long.notes)
+    assert any("1.2 倍" in localize(n, "zh") and "打包" in localize(n, "zh") for n in long.notes)
+    assert not any("1.2 ×" in n for n in short.notes)
+    assert not any("1.2 ×" in n for n in estimate(spec, fmt, Setup(mode="inference", context=8192)).notes)
 
 
 def test_fsdp_steps_each_shard_with_torchs_adamw_temporary(cat):

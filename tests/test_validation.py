@@ -464,11 +464,13 @@ def test_a_reserved_peak_is_judged_against_what_the_card_can_hold(cat, results):
     e = estimate(catalog_spec("qwen-7b", cat), get_format("bf16", cat),
                  Setup(mode="full", context=512, engine="ms-swift", precision="bf16", lora_dropout=0.0))
     floor = float(cat.table("allocator").iloc[0]["p10"])            # the least reserve runs keep
-    assert e.need_gib == pytest.approx(e.allocated_gib * floor + 0.25)
+    terms = dict(e.terms)   # of what the steps free and allocate again: all but the weights and optimizer states
+    kept = e.allocated_gib + (floor - 1) * (e.allocated_gib - terms["weights"] - terms["optimizer"])
+    assert e.need_gib == pytest.approx(kept + 0.25)
     assert e.need_gib < 80.0 < e.per_gpu.total
     assert e.reserved_on(80.0) == pytest.approx(79.75)             # the card less the CUDA context
     assert e.reserved_on(200.0) == pytest.approx(e.engine_gib)     # room for the whole cache
-    assert e.reserved_on(40.0) == pytest.approx(e.allocated_gib * floor)  # never below what it keeps
+    assert e.reserved_on(40.0) == pytest.approx(kept)                # never below what it keeps
     row = results.set_index("id").loc["tma067"]
     assert row["role"] == "validation" and row["measured"] == pytest.approx(73.37)
     assert row["estimate"] == pytest.approx(79.75)
@@ -477,6 +479,18 @@ def test_a_reserved_peak_is_judged_against_what_the_card_can_hold(cat, results):
                     & (results["role"] == "validation")]
     vram = {g: r.vram_gib for g, r in gpu_records(cat).items()}
     assert (alloc["estimate"] > alloc["gpu"].map(vram)).any()
+
+
+def test_the_long_sequence_caution_is_the_corpus(results):
+    """What a training estimate at 4,096 tokens or more cautions (messages.json mn_variable_lengths): held out, half of
+    ms-swift's 2024 runs at 4,096-8,192 tokens on data of varying lengths reserved at least 1.2 × the estimate, the
+    most 2.7 ×."""
+    bench = Catalog().table("benchmarks").set_index("id")
+    long = results[(results["source_id"] == "ms-swift-benchmark-doc-2024") & (results["role"] == "validation")]
+    long = long[long["id"].map(bench["context"]) >= 4096]
+    ratio = long["measured"] / long["estimate"]
+    assert len(long) == 26
+    assert ratio.median() > 1.2 and 2.6 < ratio.max() < 2.8
 
 
 def test_a_prompt_row_on_a_card_without_a_dense_throughput_figure_sizes_no_compute(cat, results):

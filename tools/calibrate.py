@@ -121,12 +121,14 @@ def allocator_rows(catalog: Catalog) -> pd.DataFrame:
     docs = sorted({p.source for p in pairs})
     per_doc = {d: float(np.median([p.ratio for p in pairs if p.source == d])) for d in docs}
     return pd.DataFrame([{
-        "regime": "training", "reserved_over_allocated": round(fit_reserve_ratio(pairs), 4),
+        "regime": "training", "churn_reserved_over_allocated": round(fit_reserve_ratio(pairs), 4),
         "p10": round(fit_reserve_floor(pairs), 4), "p90": round(float(np.percentile(ratios, 90)), 4),
         "pairs": len(pairs), "documents": len(docs), "calibration_rows": ";".join(ids),
         "source": "tools/calibrate.py (gpucost.validation.allocator) on the listed rows of data/benchmarks.csv: one "
                   "run's torch.cuda.max_memory_reserved (or nvidia-smi less the CUDA context) beside its "
-                  "max_memory_allocated; the rows' own source columns name who measured them",
+                  "max_memory_allocated, each less the run's weights and optimizer states as gpucost estimates them "
+                  "(what a step frees and allocates again: reserved / allocated); the rows' own source columns name "
+                  "who measured them",
         "as_of": str(max(bench.loc[ids, "as_of"].astype(str))),
         "notes": "median over documents of each document's median ratio (" + ", ".join(
             f"{d} {per_doc[d]:.3f} over {sum(p.source == d for p in pairs)}" for d in docs) + "); p10-p90 over "
@@ -195,7 +197,7 @@ def main(argv: list[str]) -> int:
     ALLOCATOR.write_text(alloc.to_csv(index=False, lineterminator="\n"), encoding="utf-8")
     MOE.write_text(moe.to_csv(index=False, lineterminator="\n"), encoding="utf-8")
     print(f"wrote {EFF.relative_to(ROOT)} ({len(eff)} rows), {BANDS.relative_to(ROOT)} ({len(bands)} rows) and "
-          f"{ALLOCATOR.relative_to(ROOT)} (reserved / allocated {alloc.at[0, 'reserved_over_allocated']}) and "
+          f"{ALLOCATOR.relative_to(ROOT)} (reserved / allocated of what steps free {alloc.at[0, 'churn_reserved_over_allocated']}) and "
           f"{MOE.relative_to(ROOT)} (MoE share {moe.at[0, 'moe_compute_share']})")
     return 0
 

@@ -69,8 +69,8 @@ _DATA_WHAT = {
                    "(tools/calibrate.py)",
     "training_profiles": "what each fine-tuning framework (and version) keeps on the card, field by field from "
                          "its code",
-    "allocator": "PyTorch's caching allocator: reserved ÷ allocated peak of a training run, from the corpus's "
-                 "pairs of one run's two figures (tools/calibrate.py)",
+    "allocator": "PyTorch's caching allocator: reserved ÷ allocated of what a training step frees and allocates "
+                 "again, from the corpus's pairs of one run's two figures (tools/calibrate.py)",
     "moe_efficiency": "the share of the dense compute rate a mixture-of-experts model's routed experts reach, "
                       "fitted on the corpus's MoE serving runs (tools/calibrate.py)",
 }

@@ -327,6 +327,28 @@ def grad_checkpointing_of(row: dict, fmt) -> bool:
 
 def _training_memory(row: dict, spec, fmt, reserve_ratio: float | None = None, vram_gib: float | None = None,
                      reserve_floor: float | None = None) -> float:
+    est = _training_estimate(row, spec, fmt, reserve_ratio, reserve_floor)
+    kind = str(row.get("measure_kind") or "unknown")
+    # nvidia-smi: the reserved peak and the CUDA context; the allocator's reserved peak; every other kind (the
+    # allocated peak, an unnamed figure) the allocated peak. A reserved peak stops at the row's card where the card
+    # is too small for the whole cache (Estimate.reserved_on)
+    reserved = est.engine_gib
+    if kind in ("nvidia_smi", "reserved") and vram_gib is not None:
+        reserved = est.reserved_on(vram_gib)
+    value = {"nvidia_smi": reserved + CUDA_CONTEXT_GIB, "reserved": reserved}.get(kind, est.allocated_gib)
+    return value * _cards_summed(row)
+
+
+def training_kept_gib(row: dict, catalog: Catalog) -> float:
+    """What a training row's run allocates once and keeps — its estimated weights and optimizer states
+    (:attr:`gpucost.memory.Estimate.kept_gib`) — in the row's unit of GiB (summed over its cards where the row
+    sums them); GpucostError where the row cannot be estimated."""
+    est = _training_estimate(row, row_model(row, catalog), row_format(row, catalog))
+    return est.kept_gib * _cards_summed(row)
+
+
+def _training_estimate(row: dict, spec, fmt, reserve_ratio: float | None = None, reserve_floor: float | None = None):
+    """The memory estimate of a training row's run (:func:`gpucost.memory.estimate`) from its stated settings."""
     framework = engine_of(row)
     ctx, _, _ = _tokens(row)
     if ctx < 1:
@@ -360,16 +382,7 @@ def _training_memory(row: dict, spec, fmt, reserve_ratio: float | None = None, v
               loss_kernel="cce" if _CCE.search(str(row.get("notes") or "")) else None, reserve_ratio=reserve_ratio,
               reserve_floor=reserve_floor, lora_dropout=lora_dropout_of(row), precision=precision_of(row),
               gqa_expand=False if _FA2.search(notes) else None, grad_accum=grad_accum_of(row))
-    est = estimate(spec, fmt, s)
-    kind = str(row.get("measure_kind") or "unknown")
-    # nvidia-smi: the reserved peak and the CUDA context; the allocator's reserved peak; every other kind (the
-    # allocated peak, an unnamed figure) the allocated peak. A reserved peak stops at the row's card where the card
-    # is too small for the whole cache (Estimate.reserved_on)
-    reserved = est.engine_gib
-    if kind in ("nvidia_smi", "reserved") and vram_gib is not None:
-        reserved = est.reserved_on(vram_gib)
-    value = {"nvidia_smi": reserved + CUDA_CONTEXT_GIB, "reserved": reserved}.get(kind, est.allocated_gib)
-    return value * _cards_summed(row)
+    return estimate(spec, fmt, s)
 
 
 #: a decode row whose figure is a whole generate() of its batch, prompt included (the notes' own words, made explicit)
