@@ -586,19 +586,19 @@ def speed(spec: ModelSpec, fmt: QuantFormat, gpu: Gpu, *, gpus: int = DEFAULTS.g
                      f"{host_bw_gbps or DEFAULT_HOST_BW_GBPS:g} GB/s of host memory bandwidth (an upper bound on "
                      "speed: published runs measured about half of it, README error table 'llama.cpp --n-cpu-moe'); "
                      "each 512-token prompt batch copies those layers' experts to the card over PCIe")
-    flops_tok, lin_tok = _flops_per_token(spec, context), _linear_flops_per_token(spec)
+    flops_tok, attn_tok = _flops_per_token(spec, context), _attention_flops_per_token(spec, context)
     lin_time = _linear_time_flops(spec, eff.moe_compute_share)   # the routed experts at their share of the rate
     L = overhead_layers(spec, engine, fmt, batch, software)
     link_name, link_bw = gpu.link(link) if gpus > 1 else ("none", float("inf"))
     msg = batch * spec.hidden_size * 2.0  # one 16-bit hidden vector per sequence
     lat = eff.allreduce_latency_ms / 1e3
     if parallel == "tensor":
-        t, bound = _tensor_parallel_step(spec, w_bytes, kv_bytes, batch * lin_time, batch * (flops_tok - lin_tok),
+        t, bound = _tensor_parallel_step(spec, w_bytes, kv_bytes, batch * lin_time, batch * attn_tok,
                                          batch, gpus, L, bw, peak, eff, link_bw, attn_peak)
     else:  # layer split: the stages run one after another for a single step
         hop = 0.0 if gpus == 1 else (gpus - 1) * (lat + msg / (link_bw * 1e9))
         t_stage, bound = decode_step(w_bytes / gpus, kv_bytes / gpus, batch * lin_time / gpus,
-                                     batch * (flops_tok - lin_tok) / gpus, L / gpus, bw, peak, eff, 0.0, attn_peak)
+                                     batch * attn_tok / gpus, L / gpus, bw, peak, eff, 0.0, attn_peak)
         t = t_stage * gpus + hop
     t = float(t) + t_cpu   # the CPU's expert layers and the GPU's layers take turns within a step
     tps = batch / t

@@ -196,6 +196,7 @@ def moe_ratios(catalog: Catalog, table: dict, rows: list[dict] | None = None) ->
             if not _is_moe(row, catalog) or _gpu(row, catalog).vendor != "NVIDIA":
                 continue
             measured, _unit = comparison_value(row)
+            # a cheap gate first (two prices of the row's schedule), the whole grid only for the rows it keeps
             dense, half = serving_throughput_at_shares(row, catalog, table, (1.0, 0.5))
             if half > MOE_SENSITIVE * dense:
                 continue

@@ -563,7 +563,7 @@ def _replay_row(row: dict, spec, fmt, catalog: Catalog, table: dict[str, EngineE
     """(the replay of a serving row's benchmark on one replica, replicas): :func:`gpucost.replay.replay` with the
     row's requests, clients (spread over the replicas), engine scheduling, KV cache and step model."""
     sched, replicas, cost = _scheduled_row(row, spec, fmt, catalog, table)
-    return sched.price(cost(None).seconds), replicas
+    return sched.price(cost.seconds), replicas
 
 
 _ROW_SCHEDULES: dict = {}   # a row's schedule (or why it has none), by the row, its model, format and card
@@ -571,8 +571,8 @@ _SCHEDULES: dict = {}       # one schedule, shared by the rows of one run (its t
 
 
 def _scheduled_row(row: dict, spec, fmt, catalog: Catalog, table: dict[str, EngineEfficiency]):
-    """(a serving row's :class:`~gpucost.replay.Schedule` on one replica, replicas, the replica's StepCost for a MoE
-    share of the dense compute rate — None: the table's)."""
+    """(a serving row's :class:`~gpucost.replay.Schedule` on one replica, replicas, the replica's
+    :class:`~gpucost.serving_step.StepCost` with ``table``'s factors)."""
     engine = engine_of(row)
     for rx, reason in _NOT_MODELLED_SERVING:
         if rx.search(str(row.get("notes") or "")):
@@ -592,11 +592,8 @@ def _scheduled_row(row: dict, spec, fmt, catalog: Catalog, table: dict[str, Engi
         raise GpucostError(str(hit))
     sched, replicas, per, pp, kv_dtype = hit
     eff = engine_efficiency(engine, catalog, fmt, key_backend(engine, backend_of(row), gpu), table=table)
-    base = step_cost(spec, fmt, gpu, gpus=per, engine=engine, kv_dtype=kv_dtype, catalog=catalog, eff=eff, pp=pp)
-
-    def cost(moe_share: float | None):
-        return base if moe_share is None else replace(base, moe_share=moe_share)
-    return sched, replicas, cost
+    return sched, replicas, step_cost(spec, fmt, gpu, gpus=per, engine=engine, kv_dtype=kv_dtype, catalog=catalog,
+                                      eff=eff, pp=pp)
 
 
 def _row_schedule(row: dict, spec, fmt, gpu: Gpu):
@@ -637,7 +634,7 @@ def serving_throughput_at_shares(row: dict, catalog: Catalog, table: dict[str, E
     """A serving-throughput row's estimate (output tokens/s) with a MoE model's routed experts at each of ``shares``
     of the dense compute rate (:func:`gpucost.validation.fit.fit_moe_share`); the row scheduled once."""
     sched, replicas, cost = _scheduled_row(row, row_model(row, catalog), row_format(row, catalog), catalog, table)
-    return np.array([sched.output_tokens_per_s(cost(float(m)).seconds) * replicas for m in shares])
+    return np.array([sched.output_tokens_per_s(replace(cost, moe_share=float(m)).seconds) * replicas for m in shares])
 
 
 def _pipeline_stages(row: dict) -> int:
