@@ -128,7 +128,7 @@ def _allocator_value(regime: str, column: str) -> float:
 
 #: the Linear layers of a decoder block a LoRA target set adapts, by their input: (attention input (q, k, v),
 #: attention output (o), MLP input (gate, up), MLP product (down)) — how many Linears of each are adapted
-_LORA_INPUTS = {"all-linear": (3, 1, 2, 1), "attention": (3, 1, 0, 0), "qv": (2, 0, 0, 0)}
+_LORA_INPUTS = {"all-linear": (3, 1, 2, 1), "attention": (3, 1, 0, 0), "qkv": (3, 0, 0, 0), "qv": (2, 0, 0, 0)}
 
 
 def training_activation_bytes(spec_arrays: dict, seq: float, micro_batch: float, flash: bool, checkpointing: bool,

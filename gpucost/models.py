@@ -743,7 +743,9 @@ def lora_trainable_params(spec: ModelSpec, rank: int, targets: str | tuple[str, 
     (LoRA paper, arXiv 2106.09685: W + BA with B ∈ R^{out×r}, A ∈ R^{r×in}).
 
     targets : "all-linear" (every projection in the decoder blocks, PEFT's target_modules="all-linear"),
-              "attention" (q, k, v, o), "qv" (q and v, the LoRA paper's choice), or a tuple of tensor kinds.
+              "attention" (q, k, v, o), "qkv" (q, k and v: a fused QKV projection such as Qwen 1's c_attn,
+              ChatGLM's query_key_value or Baichuan's W_pack, ms-swift 1.x's default), "qv" (q and v, the LoRA
+              paper's choice), or a tuple of tensor kinds.
               Mixture-of-experts weights count once per expert.
     """
     if rank < 1:
@@ -773,6 +775,7 @@ LORA_TARGETS: dict[str, str | tuple[str, ...]] = {
     "all-linear": "all",
     "attention": ("attn_q", "attn_k", "attn_v", "attn_output", "attn_q_a", "attn_q_b", "attn_kv_a_mqa",
                   "attn_kv_b"),
+    "qkv": ("attn_q", "attn_k", "attn_v", "attn_q_a", "attn_q_b", "attn_kv_a_mqa", "attn_kv_b"),
     "qv": ("attn_q", "attn_v", "attn_q_b", "attn_kv_b"),
 }
 

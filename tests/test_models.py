@@ -111,6 +111,8 @@ def test_lora_parameters_exact():
     # LoRA rank 8 on q_proj and v_proj: 8*(4096+4096) per matrix, 2 per layer, 32 layers = 4,194,304
     # (the count PEFT prints for Llama-2-7B with r=8 on q,v)
     assert lora_trainable_params(spec, 8, "qv") == 4_194_304
+    # … and on q, k and v (ms-swift 1.x's default, a fused QKV projection): 3 per layer = 6,291,456
+    assert lora_trainable_params(spec, 8, "qkv") == 6_291_456
     # all linear layers, rank 16: q,k,v,o 4 * 16*(4096+4096) = 524,288; gate, up 2 * 16*(4096+11008)
     # = 483,328; down 16*(11008+4096) = 241,664 → 1,249,280 per layer, × 32 = 39,976,960
     assert lora_trainable_params(spec, 16) == 39_976_960

@@ -110,6 +110,38 @@ def test_a_rows_lora_targets_come_from_its_notes():
     assert lora_targets_of({"notes": ""}) == "all-linear"
 
 
+def test_a_fused_qkv_projection_named_alone_is_q_k_and_v():
+    """ms-swift 1.x adapts the QKV projection only by default (LoRATM: Qwen 1's c_attn, Baichuan's W_pack, ChatGLM's
+    query_key_value): a row that names one of them alone is LoRA on q, k and v, one that lists it among the MLP's
+    Linears is not."""
+    for notes in ("lora_target_modules DEFAULT (Qwen: c_attn only), quantization_bit 0",
+                  "max_length 2048, LoRA rank 8 on c_attn; the batch-1 row (27.74)",
+                  "lora_rank 2, target DEFAULT (c_attn), 1.05 M trainable params.",
+                  "lora_alpha 32, lora_target_modules W_pack, gradient_checkpointing true",
+                  "LoraConfig r=8, target_modules ['query_key_value'] only; gradient checkpointing commented out",
+                  "the model type's LoRATM: q_proj, k_proj, v_proj only)"):
+        assert lora_targets_of({"notes": notes}) == "qkv", notes
+    for notes, targets in (("finetune.py defaults: lora_r 64, alpha 16, targets c_attn/c_proj/w1/w2, optim", "all-linear"),
+                           ("LoraArguments target_modules c_attn, c_proj, w1, w2 (all linear layers)", "all-linear"),
+                           ("--lora_module_name 'query_key_value,dense_h_to_4h,dense_4h_to_h,dense'", "all-linear"),
+                           ("LoRA r 16 dropout 0.1 on q_proj k_proj v_proj o_proj c_attn; bf16", "attention")):
+        assert lora_targets_of({"notes": notes}) == targets, notes
+
+
+def test_lora_on_q_k_and_v_keeps_less_than_on_the_attention_and_more_than_on_q_and_v(cat):
+    """Without checkpointing every layer keeps each adapted Linear's dropout copy and mask (ms-swift's LoRA dropout
+    0.05): three inputs of h per layer for q, k, v against two for q, v — a Qwen-7B run of 2,048 tokens keeps 32 ×
+    2,048 × 4,096 × 3 bytes = 768 MiB more for the third, and k's adapter: 32 × 8 × (4,096 + 4,096) parameters
+    at 8 bytes in ms-swift's pure bf16 (weight, gradient, two AdamW states) = 16 MiB — and the attention set adds o's."""
+    spec, bf16 = catalog_spec("qwen-7b", cat), get_format("bf16", cat)
+    kw = dict(mode="lora", context=2048, batch=1, engine="ms-swift", lora_rank=8, grad_checkpointing=False,
+              framework_as_of="2024-01-02", grad_accum=16)
+    peak = {t: estimate(spec, bf16, Setup(lora_targets=t, **kw)).allocated_gib
+            for t in ("qv", "qkv", "attention")}
+    assert peak["qv"] < peak["qkv"] < peak["attention"]
+    assert peak["qkv"] - peak["qv"] == pytest.approx((32 * 2048 * 4096 * 3 + 32 * 8 * 8192 * 8) / 2**30, rel=1e-3)
+
+
 def test_litgpt_rows_of_the_corpus_are_judged(cat):
     """The LitGPT documents (resource tables, config hub) are estimated with LitGPT's profile, not skipped."""
     from gpucost.validation import validate

@@ -6,6 +6,7 @@ import argparse
 
 from gpucost.commands import add_market, add_spec, catalog_for
 from gpucost.memory_profiles import LOSS_KERNELS, TRAINING_FRAMEWORKS
+from gpucost.models import LORA_TARGETS
 from gpucost.specs import DEFAULTS, ENGINES, SPECS
 
 NAME = "fit"
@@ -37,7 +38,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_spec(p, "--grad-accum", "grad_accum", metavar="N")
     p.add_argument("--precision", default=None, choices=[c for c in SPECS["train_precision"].choices if c],
                    help=SPECS["train_precision"].help)
-    p.add_argument("--lora-targets", default="all-linear", choices=["all-linear", "attention", "qv"])
+    p.add_argument("--lora-targets", default="all-linear", choices=list(LORA_TARGETS))
     p.add_argument("--kv-dtype", default="fp16", choices=["fp16", "bf16", "fp32", "fp8", "q8_0", "q4_0"])
     add_spec(p, "--gpu-layers", "gpu_layers", help="llama.cpp partial offload: layers on the GPU (the rest in CPU RAM)")
     add_spec(p, "--cpu-moe", "cpu_moe", metavar="N")

@@ -231,6 +231,16 @@ _QV_ONLY = re.compile(r"query\s*(?:\+|and|,)\s*value only|\bq(?:_proj)?\s*(?:\+|
                       # a list of exactly q_proj and v_proj ("on q_proj,v_proj", "targets q_proj/v_proj")
                       r"|\bq_proj\s*(?:,|/|\+|and|\s)\s*v_proj\b(?!\s*(?:,|/|\+|and)?\s*(?:k|o|gate|up|down)_proj)",
                       re.IGNORECASE)
+#: q, k and v only: a fused QKV projection (Qwen 1's c_attn, Baichuan's W_pack, ChatGLM's query_key_value, Phi's
+#: Wqkv) named alone as the target ("c_attn only", "on c_attn;", "target DEFAULT (c_attn)", "lora_target_modules
+#: W_pack, gradient_checkpointing …", "['query_key_value'] only" — not "c_attn, c_proj, w1, w2"), or "q_proj, k_proj,
+#: v_proj only"
+_FUSED_QKV = r"(?:c_attn|W_pack|query_key_value|Wqkv)"
+_OTHER_MODULES = r"(?:c_proj|w1|w2|dense|[qkvo]_proj|gate_proj|up_proj|down_proj|mlp)"
+_QKV_ONLY = re.compile(rf"\b{_FUSED_QKV}'?\]?\s+only\b"
+                       rf"|(?:\bon\s|lora_target_modules\s|target DEFAULT \(|target_modules\s)\s*\[?'?{_FUSED_QKV}'?\]?"
+                       rf"\s*(?:\)|;|\.|$|,(?!\s*{_OTHER_MODULES}\b))"
+                       r"|\bq_proj\W+k_proj\W+v_proj\s+only\b", re.IGNORECASE)
 _ATTENTION_ONLY = re.compile(r"\bq,\s*k,\s*v,\s*o only|attention (?:projections|layers) only"
                              # a list of the four attention projections and no MLP one ("on q_proj k_proj v_proj o_proj")
                              r"|\bq_proj\W+k_proj\W+v_proj\W+o_proj\b(?!\W+(?:\w+\W+)?(?:gate|up|down)_proj)",
@@ -280,10 +290,13 @@ def sharder_of(row: dict) -> str:
 
 
 def lora_targets_of(row: dict) -> str:
-    """The LoRA target set a row's notes state (q and v only, the attention projections only), else every Linear."""
+    """The LoRA target set a row's notes state (q and v only, q, k and v only — a fused QKV projection named alone —,
+    the attention projections only), else every Linear."""
     notes = str(row.get("notes") or "")
     if _QV_ONLY.search(notes):
         return "qv"
+    if _QKV_ONLY.search(notes):
+        return "qkv"
     return "attention" if _ATTENTION_ONLY.search(notes) else "all-linear"
 
 
