@@ -206,6 +206,16 @@ class TrainingProfile:
     source: str = ""
 
 
+#: LoRA target module sets → tensor kinds (PEFT names: q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj,
+#: down_proj; "all-linear" = every Linear in the decoder blocks except the output head)
+LORA_TARGETS: dict[str, str | tuple[str, ...]] = {
+    "all-linear": "all",
+    "attention": ("attn_q", "attn_k", "attn_v", "attn_output", "attn_q_a", "attn_q_b", "attn_kv_a_mqa",
+                  "attn_kv_b"),
+    "qkv": ("attn_q", "attn_k", "attn_v", "attn_q_a", "attn_q_b", "attn_kv_a_mqa", "attn_kv_b"),
+    "qv": ("attn_q", "attn_v", "attn_q_b", "attn_kv_b"),
+}
+
 #: A loss kernel that never holds the whole logits, replacing the framework's loss [bytes per token per vocabulary
 #: entry]: Apple's Cut Cross-Entropy computes each block of logits in on-chip memory and keeps none (Wijmans et al.
 #: 2024, arXiv 2411.09009: the loss of Gemma 2 2B at 8,192 tokens from 24 GB to 1 MB) — axolotl's

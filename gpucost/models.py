@@ -26,6 +26,7 @@ import numpy as np
 
 from gpucost.catalog import Catalog, derived, normalize_name
 from gpucost.errors import GpucostError, UnknownNameError
+from gpucost.memory_profiles import LORA_TARGETS
 from gpucost.serialize import Record
 
 #: model families whose feed-forward block is a plain two-matrix MLP (up, activation, down) with biases
@@ -769,15 +770,6 @@ def lora_trainable_params(spec: ModelSpec, rank: int, targets: str | tuple[str, 
     return n
 
 
-#: LoRA target module sets → tensor kinds (PEFT names: q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj,
-#: down_proj; "all-linear" = every Linear in the decoder blocks except the output head)
-LORA_TARGETS: dict[str, str | tuple[str, ...]] = {
-    "all-linear": "all",
-    "attention": ("attn_q", "attn_k", "attn_v", "attn_output", "attn_q_a", "attn_q_b", "attn_kv_a_mqa",
-                  "attn_kv_b"),
-    "qkv": ("attn_q", "attn_k", "attn_v", "attn_q_a", "attn_q_b", "attn_kv_a_mqa", "attn_kv_b"),
-    "qv": ("attn_q", "attn_v", "attn_q_b", "attn_kv_b"),
-}
 
 
 def layer_params(spec: ModelSpec) -> float:

@@ -5,8 +5,7 @@ from __future__ import annotations
 import argparse
 
 from gpucost.commands import add_market, add_spec, catalog_for
-from gpucost.memory_profiles import LOSS_KERNELS, TRAINING_FRAMEWORKS
-from gpucost.models import LORA_TARGETS
+from gpucost.memory_profiles import LORA_TARGETS, LOSS_KERNELS, TRAINING_FRAMEWORKS
 from gpucost.specs import DEFAULTS, ENGINES, SPECS
 
 NAME = "fit"
