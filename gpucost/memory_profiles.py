@@ -219,8 +219,12 @@ LORA_TARGETS: dict[str, str | tuple[str, ...]] = {
 #: A loss kernel that never holds the whole logits, replacing the framework's loss [bytes per token per vocabulary
 #: entry]: Apple's Cut Cross-Entropy computes each block of logits in on-chip memory and keeps none (Wijmans et al.
 #: 2024, arXiv 2411.09009: the loss of Gemma 2 2B at 8,192 tokens from 24 GB to 1 MB) — axolotl's
-#: CutCrossEntropyPlugin, Unsloth; a fused loss is off (None: the framework's own) unless a run turns it on.
-LOSS_KERNELS = {"cce": 0.0}
+#: CutCrossEntropyPlugin, Unsloth; Liger Kernel's fused linear cross-entropy (``LigerFusedLinearCrossEntropyLoss``,
+#: what ``apply_liger_kernel_to_<model>()`` and TRL's ``use_liger_kernel`` put on a causal LM by default) computes
+#: the output head, the loss and its gradient chunk by chunk and never holds the whole logits either (Hsu et al. 2024,
+#: arXiv 2410.10989, section 3.2; a chunk's logits are transient: counted as none). A fused loss is off (None: the
+#: framework's own) unless a run turns it on.
+LOSS_KERNELS = {"cce": 0.0, "liger": 0.0}
 #: DeepSpeed reduce_bucket_size default (5e8 elements): what stays on the GPU of the gradients when they
 #: are offloaded (https://www.deepspeed.ai/docs/config-json/ "reduce_bucket_size", default 500000000)
 ZERO_REDUCE_BUCKET = 5e8

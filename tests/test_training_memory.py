@@ -166,6 +166,25 @@ def test_cut_cross_entropy_keeps_no_logits():
     assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1 and "cce" in bad.stderr
 
 
+def test_liger_fused_linear_cross_entropy_keeps_no_logits():
+    """--loss-kernel liger (TRL's use_liger_kernel, apply_liger_kernel_to_<model>): the head, the loss and its gradient
+    chunk by chunk — the same run's allocated peak less exactly its logits term, as with Cut Cross-Entropy; a corpus row
+    uses it only where its notes say the run did (a document that names Liger to say a run did not use it does not)."""
+    from gpucost.validation.corpus import LIGER_FLCE, loss_kernel_of
+
+    base = ("fit", "--model", "qwen2-7b", "--quant", "bf16", "--mode", "lora", "--context", "512", "--batch", "32",
+            "--engine", "trl", "--json")
+    plain, liger = (json.loads(run_cli(*base, *extra).stdout) for extra in ((), ("--loss-kernel", "liger")))
+    assert liger["terms_gib"]["logits"] == 0
+    # Qwen2's vocabulary: 152,064 entries; TRL's loss keeps 12 bytes a logit (transformers' row)
+    assert plain["allocated_peak_gib"] - liger["allocated_peak_gib"] == pytest.approx(
+        32 * 512 * 152_064 * 12 / GIB, rel=1e-6)
+    assert loss_kernel_of({"notes": f"w liger at batch 32 {LIGER_FLCE}"}) == "liger"
+    assert loss_kernel_of({"notes": "use_liger_kernel=True (Liger CE, not fused-linear CE unless --fused_linear_ce)"}) \
+        is None
+    assert loss_kernel_of({"notes": "axolotl CutCrossEntropyPlugin: cut_cross_entropy: true"}) == "cce"
+
+
 def test_a_run_split_over_its_cards_by_device_map_is_judged_as_pipeline_stages(cat):
     """ms-swift's benchmark runs one process over two cards (naive model parallel): each card holds half the
     layers, so the row is the per-card estimate of two pipeline stages, not of two data-parallel copies."""
@@ -383,6 +402,9 @@ def test_a_rows_dropout_precision_and_attention_come_from_its_notes():
     assert precision_of({**full, "notes": "torch_dtype bfloat16; FSDP mixed precision policy bf16"}) is None
     assert precision_of({**full, "engine": "deepspeed", "notes": "torch_dtype bfloat16"}) is None  # fp32 master
     assert precision_of({**full, "mode": "lora", "notes": "torch_dtype bfloat16"}) is None
+    # a model loaded in fp16 and trained without AMP keeps 2-byte states too (fms-acceleration's orca-math runs)
+    assert precision_of({**full, "notes": "scenario full-finetuning: torch_dtype float16 (no fp16 AMP flag)"}) == "bf16"
+    assert precision_of({**full, "notes": "torch_dtype float16; mixed_precision fp16"}) is None
     # PEFT's MetaMathQA result notes: "dtype bfloat16 (no AMP, so full fine-tuning keeps AdamW states in bf16)"
     assert precision_of({**full, "notes": "train_config: dtype bfloat16 (no AMP, so full fine-tuning ...)"}) == "bf16"
 

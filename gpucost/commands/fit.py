@@ -48,7 +48,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-grad-checkpointing", action="store_true", help="keep every layer's activations")
     p.add_argument("--loss-kernel", default=None, choices=sorted(LOSS_KERNELS),
                    help="training: a fused loss that never holds the logits (cce: Cut Cross-Entropy, e.g. axolotl's "
-                        "plugin); default: the framework's own loss")
+                        "plugin; liger: Liger Kernel's fused linear cross-entropy, e.g. TRL's use_liger_kernel); "
+                        "default: the framework's own loss")
     p.add_argument("--gpu", metavar="ID", help="only this card (catalog id or name, e.g. 'RTX 4090'); adds the "
                                               "longest context and largest batch that fit on it")
     p.add_argument("--currency", default=DEFAULTS.currency, metavar="C", help="currency of the cheapest-card answer")

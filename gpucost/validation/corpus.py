@@ -249,7 +249,7 @@ _ATTENTION_ONLY = re.compile(r"\bq,\s*k,\s*v,\s*o only|attention (?:projections|
 _LORA_DROPOUT = re.compile(r"\b(?:lora[_ ])?dropout\s*[=:]?\s*(\d*\.?\d+)(?![\d.])", re.IGNORECASE)
 #: a full fine-tuning run of the HF Trainer (or FSDP without a mixed-precision policy) on a model loaded in bf16: its
 #: parameters, gradients and AdamW states are bf16 (torch's AdamW keeps its states in the parameters' dtype)
-_PURE_BF16 = re.compile(r"torch_dtype\s*[=:]?\s*(?:torch\.)?bfloat16|pure bf16|loaded in bf16|bfloat16 \(no AMP",
+_PURE_BF16 = re.compile(r"torch_dtype\s*[=:]?\s*(?:torch\.)?(?:bfloat16|float16)|pure bf16|loaded in bf16|bfloat16 \(no AMP",
                         re.IGNORECASE)
 _MIXED = re.compile(r"mixed[_ ]precision\s*(?:policy|bf16|fp16)|bf16-mixed|master weights|fp32 master",
                     re.IGNORECASE)
@@ -300,6 +300,19 @@ def lora_targets_of(row: dict) -> str:
     return "attention" if _ATTENTION_ONLY.search(notes) else "all-linear"
 
 
+#: a training row whose run computed its loss with Liger Kernel's fused linear cross-entropy (the notes say so in
+#: gpucost's words: a document that names Liger often names the kernel only to say a run did not use it)
+LIGER_FLCE = "[gpucost: the loss is Liger's fused linear cross-entropy]"
+
+
+def loss_kernel_of(row: dict) -> str | None:
+    """The fused loss a training row's run used (:data:`gpucost.memory_profiles.LOSS_KERNELS`), else None."""
+    notes = str(row.get("notes") or "")
+    if LIGER_FLCE in notes:
+        return "liger"
+    return "cce" if _CCE.search(notes) else None
+
+
 def lora_dropout_of(row: dict) -> float | None:
     """The LoRA dropout a row's notes state, else None (the framework's default)."""
     m = _LORA_DROPOUT.search(str(row.get("notes") or ""))
@@ -316,8 +329,10 @@ def grad_accum_of(row: dict) -> int | None:
 
 
 def precision_of(row: dict) -> str | None:
-    """"bf16" for a full fine-tuning row of the HF Trainer whose notes say the model was loaded in bf16 (and name no
-    mixed-precision policy or fp32 master weights): pure bf16 training; else None (the framework's default)."""
+    """"bf16" for a full fine-tuning row of the HF Trainer whose notes say the model was loaded in bf16 or fp16 (and
+    name no mixed-precision policy or fp32 master weights): pure 16-bit training — weights, gradients and AdamW's
+    states at 2 bytes, fp16 the same bytes as bf16 (the HF Trainer's fp16 AMP refuses fp16 parameters: "Attempting to
+    unscale FP16 gradients"); else None (the framework's default)."""
     notes = str(row.get("notes") or "")
     if (str(row.get("mode") or "") == "full" and str(row.get("engine") or "").lower() in _HF_TRAINER
             and _PURE_BF16.search(notes) and not _MIXED.search(notes)):
@@ -392,7 +407,7 @@ def _training_estimate(row: dict, spec, fmt, reserve_ratio: float | None = None,
               lora_rank=_int(row.get("lora_rank"), Setup.lora_rank), optimizer=opt or None,
               lora_targets=lora_targets_of(row), grad_checkpointing=ckpt, flash_attention=True,
               framework_as_of=str(row.get("as_of") or "") or None,
-              loss_kernel="cce" if _CCE.search(str(row.get("notes") or "")) else None, reserve_ratio=reserve_ratio,
+              loss_kernel=loss_kernel_of(row), reserve_ratio=reserve_ratio,
               reserve_floor=reserve_floor, lora_dropout=lora_dropout_of(row), precision=precision_of(row),
               gqa_expand=False if _FA2.search(notes) else None, grad_accum=grad_accum_of(row))
     return estimate(spec, fmt, s)
