@@ -247,8 +247,8 @@ _ATTENTION_ONLY = re.compile(r"\bq,\s*k,\s*v,\s*o only|attention (?:projections|
                              re.IGNORECASE)
 #: a LoRA dropout probability the notes state ("dropout 0.1", "lora_dropout=0.05", "dropout 0")
 _LORA_DROPOUT = re.compile(r"\b(?:lora[_ ])?dropout\s*[=:]?\s*(\d*\.?\d+)(?![\d.])", re.IGNORECASE)
-#: a full fine-tuning run of the HF Trainer (or FSDP without a mixed-precision policy) on a model loaded in bf16: its
-#: parameters, gradients and AdamW states are bf16 (torch's AdamW keeps its states in the parameters' dtype)
+#: a full fine-tuning run of the HF Trainer (or FSDP without a mixed-precision policy) on a model loaded in bf16 or fp16:
+#: its parameters, gradients and AdamW states are 16-bit (torch's AdamW keeps its states in the parameters' dtype)
 _PURE_BF16 = re.compile(r"torch_dtype\s*[=:]?\s*(?:torch\.)?(?:bfloat16|float16)|pure bf16|loaded in bf16|bfloat16 \(no AMP",
                         re.IGNORECASE)
 _MIXED = re.compile(r"mixed[_ ]precision\s*(?:policy|bf16|fp16)|bf16-mixed|master weights|fp32 master",
