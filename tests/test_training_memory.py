@@ -405,6 +405,14 @@ def test_a_rows_dropout_precision_and_attention_come_from_its_notes():
     # a model loaded in fp16 and trained without AMP keeps 2-byte states too (fms-acceleration's orca-math runs)
     assert precision_of({**full, "notes": "scenario full-finetuning: torch_dtype float16 (no fp16 AMP flag)"}) == "bf16"
     assert precision_of({**full, "notes": "torch_dtype float16; mixed_precision fp16"}) is None
+    # under FSDP with the Trainer's AMP flag on, accelerate 0.30+ (2024-04-29) upcasts the 16-bit parameters to fp32
+    # (Liger's Qwen2-7B runs); before it, or with accelerate's mixed precision off (fms-acceleration), they stay 16-bit
+    fsdp = {**full, "num_gpus": 4, "as_of": "2024-08-26",
+            "notes": "torch_dtype=torch.bfloat16, --bf16, --fsdp 'full_shard auto_wrap' on 4 GPUs"}
+    assert precision_of(fsdp) is None
+    assert precision_of({**fsdp, "as_of": "2024-03-01"}) == "bf16"
+    assert precision_of({**fsdp, "notes": fsdp["notes"] + "; accelerate.yaml FSDP mixed_precision 'no'"}) == "bf16"
+    assert precision_of({**fsdp, "num_gpus": 1}) == "bf16"
     # PEFT's MetaMathQA result notes: "dtype bfloat16 (no AMP, so full fine-tuning keeps AdamW states in bf16)"
     assert precision_of({**full, "notes": "train_config: dtype bfloat16 (no AMP, so full fine-tuning ...)"}) == "bf16"
 

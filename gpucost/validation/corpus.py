@@ -253,6 +253,14 @@ _PURE_BF16 = re.compile(r"torch_dtype\s*[=:]?\s*(?:torch\.)?(?:bfloat16|float16)
                         re.IGNORECASE)
 _MIXED = re.compile(r"mixed[_ ]precision\s*(?:policy|bf16|fp16)|bf16-mixed|master weights|fp32 master",
                     re.IGNORECASE)
+#: the HF Trainer's AMP flag on (its bf16 / fp16 mixed precision), and accelerate's mixed precision stated off
+_AMP_ON = re.compile(r"--(?:bf|fp)16\b|\b(?:bf|fp)16\s*[=:]?\s*True\b", re.IGNORECASE)
+_AMP_OFF = re.compile(r"mixed_precision\s*[=:]?\s*'?no\b", re.IGNORECASE)
+#: accelerate 0.30 (PR #2674, commit 9557598c of 2024-04-29): under FSDP with mixed precision on, a model loaded in 16
+#: bits has its flat parameters upcast to fp32 ("Upcasted low precision parameters ... because mixed precision turned
+#: on in FSDP"; docs/source/concept_guides/fsdp_and_deepspeed.md: the optimizer then steps in fp32) — fp32 master
+#: weights and AdamW states, not pure 16-bit
+FSDP_UPCAST_SINCE = "2024-04-29"
 #: a run with FlashAttention-2 (use_flash_attn true, attn_impl flash_attn, "HF+FA2"): its kernel reads grouped K and V
 #: as they are, so they are never repeated to every query head whatever the framework's SDPA path did
 _FA2 = re.compile(r"use_flash_attn\s*[=:]?\s*true|flash[_ ]attention[_ ]?2\b|flash attention 2|"
@@ -332,11 +340,14 @@ def precision_of(row: dict) -> str | None:
     """"bf16" for a full fine-tuning row of the HF Trainer whose notes say the model was loaded in bf16 or fp16 (and
     name no mixed-precision policy or fp32 master weights): pure 16-bit training — weights, gradients and AdamW's
     states at 2 bytes, fp16 the same bytes as bf16 (the HF Trainer's fp16 AMP refuses fp16 parameters: "Attempting to
-    unscale FP16 gradients"); else None (the framework's default)."""
+    unscale FP16 gradients"); else None (the framework's default) — also where FSDP runs with the Trainer's AMP flag
+    on since accelerate 0.30 (:data:`FSDP_UPCAST_SINCE`), which upcasts the 16-bit parameters to fp32."""
     notes = str(row.get("notes") or "")
     if (str(row.get("mode") or "") == "full" and str(row.get("engine") or "").lower() in _HF_TRAINER
             and _PURE_BF16.search(notes) and not _MIXED.search(notes)):
-        return "bf16"
+        upcast = (int(number(row.get("num_gpus")) or 1) > 1 and sharder_of(row) == "fsdp" and _AMP_ON.search(notes)
+                  and not _AMP_OFF.search(notes) and str(row.get("as_of") or "") >= FSDP_UPCAST_SINCE)
+        return None if upcast else "bf16"
     return None
 
 
