@@ -249,7 +249,7 @@ _ATTENTION_ONLY = re.compile(r"\bq,\s*k,\s*v,\s*o only|attention (?:projections|
 _LORA_DROPOUT = re.compile(r"\b(?:lora[_ ])?dropout\s*[=:]?\s*(\d*\.?\d+)(?![\d.])", re.IGNORECASE)
 #: a full fine-tuning run of the HF Trainer (or FSDP without a mixed-precision policy) on a model loaded in bf16 or fp16:
 #: its parameters, gradients and AdamW states are 16-bit (torch's AdamW keeps its states in the parameters' dtype)
-_PURE_BF16 = re.compile(r"torch_dtype\s*[=:]?\s*(?:torch\.)?(?:bfloat16|float16)|pure bf16|loaded in bf16|bfloat16 \(no AMP",
+_PURE_16BIT = re.compile(r"torch_dtype\s*[=:]?\s*(?:torch\.)?(?:bfloat16|float16)|pure bf16|loaded in bf16|bfloat16 \(no AMP",
                         re.IGNORECASE)
 _MIXED = re.compile(r"mixed[_ ]precision\s*(?:policy|bf16|fp16)|bf16-mixed|master weights|fp32 master",
                     re.IGNORECASE)
@@ -344,8 +344,8 @@ def precision_of(row: dict) -> str | None:
     on since accelerate 0.30 (:data:`FSDP_UPCAST_SINCE`), which upcasts the 16-bit parameters to fp32."""
     notes = str(row.get("notes") or "")
     if (str(row.get("mode") or "") == "full" and str(row.get("engine") or "").lower() in _HF_TRAINER
-            and _PURE_BF16.search(notes) and not _MIXED.search(notes)):
-        upcast = (int(number(row.get("num_gpus")) or 1) > 1 and sharder_of(row) == "fsdp" and _AMP_ON.search(notes)
+            and _PURE_16BIT.search(notes) and not _MIXED.search(notes)):
+        upcast = (_int(row.get("num_gpus"), 1) > 1 and sharder_of(row) == "fsdp" and _AMP_ON.search(notes)
                   and not _AMP_OFF.search(notes) and str(row.get("as_of") or "") >= FSDP_UPCAST_SINCE)
         return None if upcast else "bf16"
     return None
