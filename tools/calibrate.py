@@ -28,6 +28,7 @@ from gpucost.speed import efficiency_table
 from gpucost.validation import error_bands, moe_ratios, summary, time_factors, validate
 from gpucost.validation.allocator import fit_reserve_floor, fit_reserve_ratio, reserve_pairs
 from gpucost.validation.fit import (
+    MIN_DOCUMENTS,
     MOE_GRID,
     MOE_SENSITIVE,
     corpus_terms,
@@ -76,7 +77,8 @@ def efficiency_rows(catalog: Catalog, moe_share: float) -> pd.DataFrame:
         allreduce = stored.at[key, "allreduce_latency_ms"] if key in stored.index else ""
         if f is None:
             out.append({"engine": key, "fallback": "vllm", "calibration_rows": "", "as_of": as_of,
-                        "source": "no single-GPU rows of its own in data/benchmarks.csv: its factors are vLLM's",
+                        "source": f"no single-GPU rows of its own from {MIN_DOCUMENTS} documents or more in "
+                                  "data/benchmarks.csv: its factors are vLLM's",
                         "notes": "an assumption until enough measurements of this engine are in the corpus; the "
                                  "page and the CLI say so", "allreduce_latency_ms": _round(allreduce)})
             continue

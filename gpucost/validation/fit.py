@@ -60,6 +60,11 @@ from gpucost.validation.corpus import (
     source_of,
 )
 
+#: every fitted figure — a key's speed factors, a time factor, the MoE share — stands on at least this many source
+#: documents, else the less specific figure stands: a figure from one document is that document's own (its
+#: rig, its harness), never judged on another — leaving it out, each row is judged with what the others support
+#: (issue 25: exllamav2's EXL2 rows held out had been estimated from one other document's two rows at half speed)
+MIN_DOCUMENTS = 2
 #: a key is fitted on at least this many rows (else it takes its parent's factors); a specific key with
 #: fewer than ``TWO_FACTOR_ROWS`` decode rows fits η alone (c from its parent)
 MIN_DECODE_ROWS = 2
@@ -263,6 +268,10 @@ def _rows_by_key(terms: Iterable[Terms]) -> dict[str, list[Terms]]:
     return by_key
 
 
+def _documents(rows: list[Terms]) -> int:
+    return len({t.source for t in rows})
+
+
 def fit_factors(terms: Iterable[Terms]) -> dict[str, Fitted]:
     """Every key with enough rows, least specific first (each starts from its parent's factors)."""
     by_key = _rows_by_key(terms)
@@ -278,9 +287,9 @@ def fit_factors(terms: Iterable[Terms]) -> dict[str, Fitted]:
         c = _parent(key, fitted, "layer_overhead_ms", DEFAULT["layer_overhead_ms"])
         eta_c = _parent(key, fitted, "compute_efficiency", global_c)
         f_eta = f_c = f_ec = None
-        if len(pre) >= MIN_PREFILL_ROWS:
+        if len(pre) >= MIN_PREFILL_ROWS and _documents(pre) >= MIN_DOCUMENTS:
             f_ec = eta_c = _fit_compute(pre, eta, c)
-        if len(dec) >= MIN_DECODE_ROWS:
+        if len(dec) >= MIN_DECODE_ROWS and _documents(dec) >= MIN_DOCUMENTS:
             one = "/" in key and len(dec) < TWO_FACTOR_ROWS
             f_eta, f_c = eta, c = _fit_decode(dec, eta_c, c if one else None)
             if f_ec is not None:  # once more with this key's own η and c
@@ -302,9 +311,12 @@ def factor_table(fitted: dict[str, Fitted], base: dict[str, EngineEfficiency]) -
     pooled = fitted["all"].compute_efficiency if "all" in fitted else None
     global_c: float = pooled if pooled is not None else DEFAULT["compute_efficiency"]
     template = base.get(FALLBACK_ENGINE) or next(iter(base.values()))
-    # a stored time-factor key (vllm/rocm) was fitted on serving rows, maybe of the document being judged:
+    # nothing the stored table holds from a fit survives: a kernel or backend key (llama.cpp/rocm, sglang/awq) is
+    # this fit's or absent (its parent's factors stand); an engine's factors are this fit's or borrowed below. A
+    # stored key fitted on one document alone had judged that document's rows with its own factors (issue 25). A
+    # stored time-factor key (vllm/rocm) was fitted on serving rows, maybe of the document being judged:
     # :func:`with_time_factors` adds it back, fitted without that document; so is the MoE share (with_moe_share)
-    out = {k: replace(v, moe_compute_share=1.0) for k, v in base.items() if v.time_factor == 1.0}
+    out = {k: replace(v, moe_compute_share=1.0) for k, v in base.items() if v.time_factor == 1.0 and "/" not in k}
     for key in sorted(fitted, key=lambda k: (k.count("/"), k)):
         if key == "all":
             continue
@@ -322,9 +334,14 @@ def factor_table(fitted: dict[str, Fitted], base: dict[str, EngineEfficiency]) -
                            layer_overhead_ms=vals["layer_overhead_ms"], compute_efficiency=vals["compute_efficiency"])
     # an engine without rows of its own borrows the fallback engine's fitted factors (never a stored value
     # that may have been fitted on the document being judged)
+    if FALLBACK_ENGINE not in fitted:   # its stored factors may have been fitted on the document being judged
+        out[FALLBACK_ENGINE] = replace(template, engine=FALLBACK_ENGINE, calibration_rows=(), host_layer_ms=0.0,
+                                       bw_efficiency=DEFAULT["bw_efficiency"],
+                                       layer_overhead_ms=DEFAULT["layer_overhead_ms"], compute_efficiency=global_c,
+                                       borrowed_from="the fit's starting values (too few documents of its own)")
     for engine in ENGINE_PROFILES:
         if engine not in fitted and engine != FALLBACK_ENGINE:
-            src = out.get(FALLBACK_ENGINE, template)
+            src = out[FALLBACK_ENGINE]
             out[engine] = replace(src, engine=engine, calibration_rows=(), host_layer_ms=0.0,
                                   borrowed_from=f"all factors from {FALLBACK_ENGINE} (no rows of its own)")
     return out
@@ -339,8 +356,6 @@ def factor_table(fitted: dict[str, Fitted], base: dict[str, EngineEfficiency]) -
 #: but nine documents of their serving runs on AMD cards — eight slower than the CUDA-fitted step model, 1.2–3.2× at
 #: the document's median, the newest (vLLM 0.20, 2026) faster: issue 25)
 TIME_ENGINES = ("vllm", "sglang", "tensorrt-llm")
-#: a time factor is fitted on at least this many documents (else the CUDA factors stand, with the page's warning)
-MIN_TIME_DOCUMENTS = 2
 
 
 def time_key(engine: str, backend: str) -> str | None:
@@ -374,7 +389,7 @@ def fit_time_factors(ratios: Iterable[tuple[str, str, str, float]],
     """Time factors from ``(key, source document, row id, estimate ÷ measured)`` of serving-throughput rows
     estimated with the CUDA factors: per key, exp of the median over documents of each document's median
     log ratio (the allocator's reserve ratio is fitted the same way: one large document does not outvote the
-    others), on at least :data:`MIN_TIME_DOCUMENTS` documents other than ``exclude_source``. Every step time
+    others), on at least :data:`MIN_DOCUMENTS` documents other than ``exclude_source``. Every step time
     scales by the factor, so a throughput estimate divides by it exactly (a replay's schedule depends on token
     counts, not on time: ``tests/test_validation.py``)."""
     by: dict[str, dict[str, list[tuple[str, float]]]] = defaultdict(lambda: defaultdict(list))
@@ -383,7 +398,7 @@ def fit_time_factors(ratios: Iterable[tuple[str, str, str, float]],
             by[key][src].append((rid, r))
     out = {}
     for key, docs in sorted(by.items()):
-        if len(docs) < MIN_TIME_DOCUMENTS:
+        if len(docs) < MIN_DOCUMENTS:
             continue
         med = float(np.median([np.median([math.log(r) for _, r in rows]) for rows in docs.values()]))
         out[key] = TimeFit(key, round(math.exp(med), 3), tuple(rid for rows in docs.values() for rid, _ in rows),
@@ -410,8 +425,6 @@ def with_time_factors(table: dict[str, EngineEfficiency], fits: dict[str, TimeFi
 
 #: the shares of the dense compute rate a MoE share is chosen from
 MOE_GRID = np.round(np.arange(0.10, 1.0 + 1e-9, 0.05), 3)
-#: a MoE share is fitted on at least this many documents (else the routed experts compute at the dense rate)
-MIN_MOE_DOCUMENTS = 2
 #: a serving row the MoE share is fitted on: its estimate at half the dense rate is at most this × the estimate at
 #: the dense rate — a run whose time the experts' products govern (chosen on the model alone, not the measurement:
 #: a run that decodes a few sequences at a time reads weights and cache, and says nothing of the experts' rate)
@@ -432,12 +445,12 @@ def fit_moe_share(ratios: Iterable[tuple[str, str, np.ndarray]], exclude_source:
     at each share of MOE_GRID)`` of MoE serving-throughput rows on CUDA whose time the experts' products govern
     (:data:`MOE_SENSITIVE`): the share whose documents' median log ratios are nearest zero in sum (each document one
     vote, as :func:`fit_time_factors`; least absolute deviation as :func:`_loss`), on at least
-    :data:`MIN_MOE_DOCUMENTS` documents other than ``exclude_source``; None with fewer."""
+    :data:`MIN_DOCUMENTS` documents other than ``exclude_source``; None with fewer."""
     by: dict[str, list[tuple[str, np.ndarray]]] = defaultdict(list)
     for src, rid, r in ratios:
         if src != exclude_source and np.all(np.isfinite(r)) and np.all(r > 0):
             by[src].append((rid, r))
-    if len(by) < MIN_MOE_DOCUMENTS:
+    if len(by) < MIN_DOCUMENTS:
         return None
     doc_medians = np.array([np.median(np.log([r for _, r in rows]), axis=0) for rows in by.values()])
     k = int(np.argmin(np.abs(doc_medians).sum(axis=0)))
