@@ -131,6 +131,9 @@ def validate(catalog: Catalog | None = None, *, cross_validated: bool = True) ->
                 "quant": str(row.get("quant") or ""), "engine": _engine(row), "backend": str(row.get("backend") or ""),
                 "gpu": str(row.get("gpu_id") or ""), "measure_kind": str(row.get("measure_kind") or "")}
         try:
+            if cross_validated and row["category"] == "mfu" and src in mfu_sources:
+                raise GpucostError("the default MFU is this document's own rows' geometric mean (data/"
+                                   "engine_efficiency.csv 'training'): no other document to judge it on")
             measured, unit = comparison_value(row)
             held_out = cross_validated and src in paired
             ratio = fit_reserve_ratio(pairs, exclude_source=src) if held_out else ratio_all
@@ -145,6 +148,8 @@ def validate(catalog: Catalog | None = None, *, cross_validated: bool = True) ->
                     "estimate": float("nan"), "error_pct": float("nan"), "role": "skipped", "reason": str(exc)}
 
     moe_model = {row["id"]: _is_moe(row, catalog) for row in rows}
+    by_id = {str(row["id"]): source_of(row) for row in rows}
+    mfu_sources = {by_id[r] for r in full["training"].calibration_rows if r in by_id} if "training" in full else set()
 
     out = [estimate(row, table_of(source_of(row), row["category"], moe_model[row["id"]])) for row in rows]
     # time factors: each document's rows on such a backend re-estimated with the factor fitted without it, on the
