@@ -259,9 +259,9 @@ COVERAGE_MISSES = {
     "inference_memory": "one document of 2023-10 (optimum-benchmark's running-mistrals/-vicunas, 45 rows) read "
                         "nvidia-smi at 1.1-5.4 x the estimate; the band's top keeps no more than 1 in 10 rows above it, "
                         "so it runs to 3.8 x and holds 94 % of the rows of the other documents (README)",
-    "serving_throughput": "made without each document in turn, the band holds 90.4 % of its rows (528 of 584: 30 "
-                          "below, 26 above), above the 90 % the target allows; 90.6 % before one-document factors were "
-                          "retired, 90.9 % (510 of 561) before the seventh blind round (README)",
+    "serving_throughput": "made without each document in turn, the band holds 90.2 % of its rows (527 of 584: 31 "
+                          "below, 26 above), above the 90 % the target allows; 90.4 % before the eighth blind round, "
+                          "90.6 % before one-document factors were retired (README)",
 }
 
 
@@ -279,7 +279,11 @@ def test_bands_hold_eight_in_ten_measurements_of_documents_left_out(results, cat
 
 #: categories whose rows of documents left out fall beyond one end of their band more often than 1 in 10: README
 #: (serving TPOT was, until the six SGLang documents of 2026-12-06 widened its band's top: dstack's DeepSeek-R1 TPOTs)
-MISSED_SIDES: dict[str, str] = {}
+MISSED_SIDES: dict[str, str] = {
+    "prefill_speed": "since the eighth blind round 10 of the 97 prompt rows of documents left out (10.3 %) fall above the "
+                     "band made without their document, 7 of them one document's llama.cpp Vulkan runs on an RX 7900 XTX "
+                     "(1.8-2.5 x the estimate), and every engine's band already runs to the max (README)",
+}
 
 
 @pytest.mark.parametrize("category", ["file_size", "inference_memory", "training_memory", "decode_speed",
@@ -437,6 +441,16 @@ def test_the_default_mfu_is_not_judged_on_the_rows_it_is_the_mean_of(cat, result
     r = results.set_index("id").loc[own]
     assert (r["role"] == "skipped").all() and r["reason"].str.contains("no other document").all()
     assert r["estimate"].isna().all()
+
+
+def test_an_offload_column_that_names_what_moved_is_zeros_offload_to_the_host(cat):
+    """ChatGLM-Finetuning's ZeRO-3 run writes its offload as 'params+optimizer' (no 'cpu offload' in its notes): it
+    is estimated as the same run with offload 'cpu', below the run with nothing offloaded."""
+    row = cat.table("benchmarks").set_index("id").loc["tcn015"].to_dict() | {"id": "tcn015"}
+    assert row["offload"] == "params+optimizer" and "cpu offload" not in row["notes"].lower()
+    named = row_estimate(row, cat)
+    assert named == pytest.approx(row_estimate({**row, "offload": "cpu"}, cat))
+    assert named < row_estimate({**row, "offload": "none"}, cat)
 
 
 def test_a_document_far_off_does_not_pull_the_fit():

@@ -396,9 +396,16 @@ def _training_estimate(row: dict, spec, fmt, reserve_ratio: float | None = None,
     if opt and opt not in OPTIMIZERS:
         raise GpucostError(f"optimizer '{opt}' is not modelled")
     ckpt = grad_checkpointing_of(row, fmt)
-    offload = str(row.get("offload") or "").lower()
+    offload = str(row.get("offload") or "").strip().lower()
     if offload not in ("none", "cpu", "nvme"):
-        offload = "cpu" if "cpu offload" in str(row.get("notes") or "").lower() else "none"
+        # a column that names what moved ('params+optimizer', 'cpu (optimizer and parameters)') is ZeRO's offload to
+        # the host, as `cpu` is (the stage says what moves); else the notes' words
+        if "nvme" in offload:
+            offload = "nvme"
+        elif any(w in offload for w in ("cpu", "param", "optimizer")):
+            offload = "cpu"
+        else:
+            offload = "cpu" if "cpu offload" in str(row.get("notes") or "").lower() else "none"
     zero = _int(row.get("zero_stage"), 0)
     if str(row.get("mode") or "full") == "full" and number(row.get("num_gpus")) is None:
         # a full fine-tune's states are what a multi-GPU launch shares over its cards: without the count there is
