@@ -589,6 +589,8 @@ def estimate(spec: ModelSpec, fmt: QuantFormat, setup: Setup | None = None, **kw
             notes.append(Message("mn_paged"))
         if s.offload == "nvme":
             notes.append(Message("mn_nvme_buffers"))
+        if s.zero >= 3 and s.offload != "none":   # tests/test_validation.py holds its figures to the corpus
+            notes.append(Message("mn_zero3_offload"))
         if s.context >= VARIABLE_LENGTH_NOTE_TOKENS:
             notes.append(Message("mn_variable_lengths", tokens=f"{s.context:,}"))
         terms = training_terms(b)
