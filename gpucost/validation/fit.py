@@ -5,7 +5,8 @@ The decode and prefill model (:mod:`gpucost.speed`) has three factors per engine
 engine, and where the corpus has enough rows, the engine on one backend (``llama.cpp/rocm``) or one kernel
 path (``transformers/bnb-int8``). :func:`fit_factors` fits every key with enough rows by least absolute
 deviation of log(estimate / measured) (:func:`_loss`), over single-GPU rows: η and c on decode rows (a grid, refined), η_c on prefill
-and time-to-first-token rows. A key without enough rows takes its parent's factors
+and time-to-first-token rows. A key without enough rows, or with rows of fewer than :data:`MIN_DOCUMENTS`
+documents, takes its parent's factors
 (:func:`gpucost.speed.factor_keys`); an engine without rows takes vLLM's. A row on another backend than CUDA
 (Vulkan, ROCm, Metal) fits only the keys that name its backend: the engine's own key and its kernel keys are
 CUDA's, which every backend without enough rows of its own borrows (pooling them had pulled llama.cpp's CUDA
