@@ -150,8 +150,8 @@ def validate(catalog: Catalog | None = None, *, cross_validated: bool = True) ->
                     "estimate": float("nan"), "error_pct": float("nan"), "role": "skipped", "reason": str(exc)}
 
     moe_model = {row["id"]: _is_moe(row, catalog) for row in rows}
-    by_id = {str(row["id"]): source_of(row) for row in rows}
-    mfu_sources = {by_id[r] for r in full["training"].calibration_rows if r in by_id} if "training" in full else set()
+    mfu_rows = set(full["training"].calibration_rows) if "training" in full else set()
+    mfu_sources = {source_of(row) for row in rows if str(row["id"]) in mfu_rows}
 
     out = [estimate(row, table_of(source_of(row), row["category"], moe_model[row["id"]])) for row in rows]
     # time factors: each document's rows on such a backend re-estimated with the factor fitted without it, on the

@@ -54,7 +54,7 @@ from gpucost.catalog import Catalog
 from gpucost.errors import GpucostError
 from gpucost.kernel_paths import Software, software_of
 from gpucost.memory import Setup, estimate, kv_pool_gib, occupied_gib
-from gpucost.memory_profiles import CUDA_CONTEXT_GIB, ENGINE_PROFILES, OPTIMIZERS
+from gpucost.memory_profiles import CUDA_CONTEXT_GIB, ENGINE_PROFILES, OFFLOADS, OPTIMIZERS
 from gpucost.models import catalog_spec, model_id
 from gpucost.quant import GIB, KV_DTYPE_BYTES, get_format, weights_file_gib
 from gpucost.records import Gpu, gpu_records
@@ -397,7 +397,7 @@ def _training_estimate(row: dict, spec, fmt, reserve_ratio: float | None = None,
         raise GpucostError(f"optimizer '{opt}' is not modelled")
     ckpt = grad_checkpointing_of(row, fmt)
     offload = str(row.get("offload") or "").strip().lower()
-    if offload not in ("none", "cpu", "nvme"):
+    if offload not in OFFLOADS:
         # a column that names what moved ('params+optimizer', 'cpu (optimizer and parameters)') is ZeRO's offload to
         # the host, as `cpu` is (the stage says what moves); else the notes' words
         if "nvme" in offload:
