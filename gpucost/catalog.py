@@ -118,7 +118,7 @@ SCHEMAS: dict[str, dict[str, str]] = {
     "engine_efficiency": {
         "engine": "id", "bw_efficiency": "num+?", "layer_overhead_ms": "num0?", "host_layer_ms": "num0?",
         "compute_efficiency": "num+?", "allreduce_latency_ms": "num0?", "mfu": "num+?", "time_factor": "num+?",
-        "fallback": "str?",
+        "request_latency_ms": "num0?", "fallback": "str?",
         "calibration_rows": "str?", **SOURCE_COLS,
     },
     # the estimators' cross-validated error on the corpus, per category and engine (tools/calibrate.py)

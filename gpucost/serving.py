@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import bisect
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache
 
 from gpucost.bands import band
@@ -96,6 +96,9 @@ class OperatingPoint(Record):
     #: by default one prefill against a ``1 / batch`` share of the output's steps
     input_share: float = math.nan
     scheduler: str = ""          # the engine's step scheduling it assumes (gpucost.scheduling), "" for none
+    #: of ``ttft_ms``, the server's own time per request beyond the steps [ms] (EngineEfficiency.request_latency_ms):
+    #: not the replica's GPU time, so neither the prompts' queue service time nor the throughput holds it
+    latency_ms: float = 0.0
 
     def __post_init__(self) -> None:
         if math.isnan(self.prefill_ms):
@@ -422,6 +425,18 @@ def operating_point(spec: ModelSpec, fmt: QuantFormat, gpu: Gpu, batch: int, inp
                     prefill_s: float | None, *, gpus: int = 1, engine: str = "vllm", kv_dtype: str = "fp16",
                     catalog: Catalog | None = None, eff: EngineEfficiency | None = None,
                     sched: Scheduler | None = None, prefix_hit: float = 0.0) -> OperatingPoint:
+    """:func:`_step_point`, its TTFT with the engine's request latency (:attr:`OperatingPoint.latency_ms`): what a
+    served request waits beyond the steps, fitted on the corpus's serving runs at concurrency 1."""
+    pt = _step_point(spec, fmt, gpu, batch, input_tokens, output_tokens, prefill_s, gpus=gpus, engine=engine,
+                     kv_dtype=kv_dtype, catalog=catalog, eff=eff, sched=sched, prefix_hit=prefix_hit)
+    latency = (eff or card_efficiency(engine, gpu, fmt, catalog)).request_latency_ms
+    return replace(pt, ttft_ms=pt.ttft_ms + latency, latency_ms=latency) if latency else pt
+
+
+def _step_point(spec: ModelSpec, fmt: QuantFormat, gpu: Gpu, batch: int, input_tokens: int, output_tokens: int,
+                prefill_s: float | None, *, gpus: int = 1, engine: str = "vllm", kv_dtype: str = "fp16",
+                catalog: Catalog | None = None, eff: EngineEfficiency | None = None,
+                sched: Scheduler | None = None, prefix_hit: float = 0.0) -> OperatingPoint:
     """A replica with ``batch`` sequences in flight (continuous batching) in steady state.
 
     With the engine's step scheduling ``sched`` (:mod:`gpucost.scheduling`), every step priced by
@@ -520,8 +535,8 @@ def closed_loop_latency(point: OperatingPoint, output_tokens: int) -> tuple[floa
     n = point.batch
     rho = point.requests_per_s * prefill_ms / 1e3 * (n - 1) / n
     ttft = queued_ttft_ms(point.ttft_ms, prefill_ms, rho)
-    in_replica = n / point.requests_per_s * 1e3
-    return ttft, max(point.tpot_ms, (in_replica - ttft) / output_tokens)
+    in_replica = n / point.requests_per_s * 1e3   # the GPU's time per request: without the server's own latency
+    return ttft, max(point.tpot_ms, (in_replica - (ttft - point.latency_ms)) / output_tokens)
 
 
 def _best_point(spec: ModelSpec, fmt: QuantFormat, gpu: Gpu, load: Load, max_conc: int, *, gpus: int, engine: str,
@@ -569,6 +584,8 @@ def plan_serving(spec: ModelSpec, fmt: QuantFormat, gpu: Gpu, load: Load, *, gpu
     if eff.time_factor != 1.0:
         notes.append(Message("sv_note_time_factor", engine=engine, backend=default_backend(gpu),
                              k=f"{eff.time_factor:.2f}"))
+    if eff.request_latency_ms > 0:
+        notes.append(Message("sv_note_latency", engine=engine, ms=f"{eff.request_latency_ms:.0f}"))
     per_seq, pool = _kv(spec, fmt, gpu, gpus, engine, kv_dtype, load)
     max_conc = _whole(per_seq, pool)
     point = None

@@ -94,7 +94,11 @@ class EngineEfficiency(Record):
     #: the card's peak): grouped GEMMs over a few tokens per expert, the tokens' routing and permutation, uneven
     #: load. Fitted on the corpus's MoE serving runs (data/moe_efficiency.csv, read in :func:`efficiency_table`); 1: dense
     moe_compute_share: float = 1.0
-
+    #: what a served request waits before its first token beyond the step model's prefill and first step [ms]: the
+    #: server's own work per request (HTTP, tokenizing, scheduling, an eagerly launched prefill, detokenizing), added
+    #: to a serving TTFT only (the speed page's single-request TTFT and every step time leave it out). Fitted on the
+    #: corpus's serving runs at concurrency 1 (:func:`gpucost.validation.fit.fit_request_latency`); 0: none fitted
+    request_latency_ms: float = 0.0
 
 
 def _f(v, default=float("nan")) -> float:
@@ -140,8 +144,12 @@ def _efficiency_table(tables) -> dict[str, EngineEfficiency]:
             vals[col], src = resolve(name, col)
             if src != name and not math.isnan(vals[col]):
                 borrowed.append(f"{col} from {src}")
+        latency, src = resolve(name, "request_latency_ms")
+        if src != name and not math.isnan(latency):
+            borrowed.append(f"request_latency_ms from {src}")
         out[name] = EngineEfficiency(
             engine=name, **vals, time_factor=_f(r.get("time_factor"), 1.0),
+            request_latency_ms=0.0 if math.isnan(latency) else latency,
             calibration_rows=tuple(x.strip() for x in str(r.get("calibration_rows") or "").split(";") if x.strip()),
             source=str(r.get("source") or ""), as_of=str(r.get("as_of") or ""), notes=str(r.get("notes") or ""),
             borrowed_from=", ".join(borrowed), moe_compute_share=share)

@@ -28,7 +28,7 @@ from gpucost.serving import (
 from gpucost.serving_step import step_seconds
 from gpucost.speed import speed
 from gpucost.units import HOURS_PER_MONTH
-from tests.conftest import run_cli
+from tests.conftest import cli_json, run_cli
 
 
 @pytest.fixture(scope="module")
@@ -125,16 +125,17 @@ def test_md1_waiting_time_quantiles_match_a_simulated_queue():
 
 
 def test_a_p90_ttft_target_counts_the_slowest_tenth(cat):
-    mean = _plan(cat, Load(20, 1000, 200), card="rtx-4090", ttft_ms=300, engine="sglang")
-    p90 = _plan(cat, Load(20, 1000, 200), card="rtx-4090", ttft_ms=300, ttft_stat="p90", engine="sglang")
-    assert p90.ttft_stat == "p90" and p90.ttft_queued_ms <= 300 * (1 + 1e-9)
+    # 500 ms: a lone 1,000-token prompt takes about 320 ms on SGLang on an RTX 4090 (its request latency included)
+    mean = _plan(cat, Load(20, 1000, 200), card="rtx-4090", ttft_ms=500, engine="sglang")
+    p90 = _plan(cat, Load(20, 1000, 200), card="rtx-4090", ttft_ms=500, ttft_stat="p90", engine="sglang")
+    assert p90.ttft_stat == "p90" and p90.ttft_queued_ms <= 500 * (1 + 1e-9)
     prefill_ms = p90.point.prefill_ms
     # the plan's p90 is the no-queue TTFT plus the 90th percentile of the M/D/1 wait in prefill times
     assert p90.ttft_queued_ms == pytest.approx(
         p90.point.ttft_ms + prefill_ms * md1_wait_quantile(p90.prefill_utilization, 0.9), rel=2e-3)
     assert p90.replicas > mean.replicas    # bounding nine requests in ten takes more cards than the mean
     assert any("90th percentile" in n for n in p90.notes)
-    rec = run_cli("serve", "--model", "llama-3.1-8b", "--gpu", "rtx-4090", "--rps", "20", "--ttft-ms", "300",
+    rec = run_cli("serve", "--model", "llama-3.1-8b", "--gpu", "rtx-4090", "--rps", "20", "--ttft-ms", "500",
                   "--ttft-stat", "p90", "--engine", "sglang", "--json")
     assert rec.returncode == 0 and json.loads(rec.stdout)["replicas"] == p90.replicas
     bad = run_cli("serve", "--model", "llama-3.1-8b", "--gpu", "rtx-4090", "--ttft-stat", "p99")
@@ -186,7 +187,10 @@ def test_a_saturated_replica_and_fixed_concurrency_by_hand(cat):
     many = saturated(spec, fmt, h100, 1000, 200, concurrency=16, catalog=cat, engine="sglang")
     ttft, tpot = closed_loop_latency(many, 200)
     assert ttft > many.ttft_ms and tpot > many.tpot_ms
-    assert ttft + 200 * tpot == pytest.approx(16 / many.requests_per_s * 1e3)
+    # (the server's own latency per request, SGLang's in data/engine_efficiency.csv, is in the TTFT but not the GPU's)
+    latency = float(cat.table("engine_efficiency").set_index("engine").at["sglang", "request_latency_ms"])
+    assert many.latency_ms == latency > 0
+    assert ttft - latency + 200 * tpot == pytest.approx(16 / many.requests_per_s * 1e3)
 
 
 def test_input_and_output_costs_add_up_to_the_fleets_bill(cat):
@@ -391,3 +395,19 @@ def test_a_plan_on_an_amd_card_says_its_steps_take_the_rocm_time_factor(cat):
     assert not any("×" in localize(n, "en") for n in nv.notes)
     rec = run_cli("serve", "--model", "llama-3.1-8b", "--gpu", "mi300x", "--engine", "vllm", "--json")
     assert rec.returncode == 0 and any(f"{k:.2f}×" in n for n in json.loads(rec.stdout)["notes"])
+
+
+def test_a_plans_ttft_includes_the_engines_request_latency(cat):
+    """What the server does per request beyond the GPU steps (SGLang's 118 ms, fitted on its cookbook's runs at one
+    client) is in the plan's TTFT and said in its notes, but not in the prompts' queue: the GPU serves that queue."""
+    latency = float(cat.table("engine_efficiency").set_index("engine").at["sglang", "request_latency_ms"])
+    p = _plan(cat, Load(2, 1000, 200), card="rtx-4090", engine="sglang")
+    assert p.point.latency_ms == latency and 100 < latency < 150
+    assert any(f"request latency of {latency:.0f} ms" in n for n in p.notes)
+    # SGLang prefills a lone prompt of 1,000 tokens in one step, which makes its first token
+    alone = step_seconds(catalog_spec("llama-3.1-8b", cat), get_format("bf16", cat), gpu(cat, "rtx-4090"), decode=0,
+                         context=0, prefill=1000, prefill_context=500, engine="sglang", catalog=cat) * 1e3
+    assert p.point.ttft_ms == pytest.approx(latency + alone)
+    assert p.point.prefill_ms <= alone * (1 + 1e-9)    # the queue's service time: GPU time only
+    rec = cli_json("serve", "--model", "llama-3.1-8b", "--gpu", "rtx-4090", "--rps", "2", "--engine", "sglang")
+    assert rec["point"]["latency_ms"] == latency and rec["point"]["ttft_ms"] == pytest.approx(p.point.ttft_ms)

@@ -185,9 +185,14 @@ def test_mixed_operating_point_keeps_the_budget(cat):
     assert pt.batch == 101
     step = step_seconds(s, f, h100, decode=101, context=8050, prefill=8080, prefill_context=4000, catalog=cat)
     assert pt.tpot_ms == pytest.approx(step * 1e3) and pt.requests_per_s == pytest.approx(101 / (100 * step))
-    # a lone prompt is prefilled in what the decodes leave of the budget: 8192 − 101 = 8091 ≥ 8000, one step
+    # a lone prompt is prefilled in what the decodes leave of the budget: 8192 − 101 = 8091 ≥ 8000, one step, and the
+    # server's own latency per request (vLLM's in data/engine_efficiency.csv) comes on top
+    latency = float(cat.table("engine_efficiency").set_index("engine").at["vllm", "request_latency_ms"])
+    assert pt.latency_ms == latency > 0
     assert pt.ttft_ms == pytest.approx(step_seconds(s, f, h100, decode=101, context=8050, prefill=8000,
-                                                    prefill_context=4000, catalog=cat) * 1e3)
+                                                    prefill_context=4000, catalog=cat) * 1e3 + latency)
+    # the prompts' queue is served by the GPU: its service time leaves the latency out
+    assert pt.prefill_ms == pytest.approx(8000 / 8091 * step * 1e3)
 
 
 def _const(ms: float):

@@ -25,7 +25,7 @@ import pandas as pd
 
 from gpucost.catalog import Catalog
 from gpucost.speed import efficiency_table
-from gpucost.validation import error_bands, moe_ratios, summary, time_factors, validate
+from gpucost.validation import error_bands, moe_ratios, request_latencies, summary, time_factors, validate
 from gpucost.validation.allocator import fit_reserve_floor, fit_reserve_ratio, reserve_pairs
 from gpucost.validation.fit import (
     MIN_DOCUMENTS,
@@ -44,7 +44,7 @@ BANDS = ROOT / "data" / "error_bands.csv"
 ALLOCATOR = ROOT / "data" / "allocator.csv"
 MOE = ROOT / "data" / "moe_efficiency.csv"
 COLS = ["engine", "bw_efficiency", "layer_overhead_ms", "host_layer_ms", "compute_efficiency", "allreduce_latency_ms",
-        "mfu", "time_factor", "fallback", "calibration_rows", "source", "as_of", "notes"]
+        "mfu", "time_factor", "request_latency_ms", "fallback", "calibration_rows", "source", "as_of", "notes"]
 SOURCE = ("fitted by tools/calibrate.py (gpucost.validation.fit) on the listed rows of data/benchmarks.csv, "
           "least absolute deviation of log(estimate / measured); the rows' own source columns name who measured them")
 
@@ -105,6 +105,15 @@ def efficiency_rows(catalog: Catalog, moe_share: float) -> pd.DataFrame:
                              f"median over {len(docs)} documents of each one's median estimate / measured output "
                              f"tokens/s of serving runs on {key.split('/')[1]} ("
                              + ", ".join(f"{d} {n} rows" for d, n in docs.items()) + ")"})
+    # a served request's latency beyond the step model, per engine (gpucost.validation.fit.fit_request_latency):
+    # on the engine's own row; an engine without one borrows through its fallback, as for the other factors
+    for engine, lf in request_latencies(catalog, moe_share).items():
+        row = next(r for r in out if r["engine"] == engine)
+        row["request_latency_ms"] = lf.request_latency_ms
+        row["notes"] = (row["notes"] + "; " if row["notes"] else "") + (
+            f"request_latency_ms {lf.request_latency_ms}: the median over {len(lf.sources)} documents of each one's "
+            f"median measured - estimated TTFT of serving runs at concurrency 1 (rows "
+            + ";".join(lf.rows) + "; " + ", ".join(f"{d} {ms:.0f} ms" for d, ms in lf.per_document) + ")")
     train = stored.loc["training"]
     out.append({"engine": "training", "mfu": train["mfu"], "calibration_rows": train["calibration_rows"],
                 "source": train["source"], "as_of": train["as_of"], "notes": train["notes"]})

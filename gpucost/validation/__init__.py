@@ -25,6 +25,7 @@ import pandas as pd
 
 from gpucost.catalog import Catalog
 from gpucost.errors import GpucostError
+from gpucost.serialize import number
 from gpucost.speed import with_moe_share
 from gpucost.validation.allocator import fit_reserve_floor, fit_reserve_ratio, reserve_pairs
 from gpucost.validation.corpus import (
@@ -50,9 +51,12 @@ from gpucost.validation.fit import (
     corpus_terms,
     fit_factors,
     fit_moe_share,
+    fit_request_latency,
     fit_time_factors,
     fitted_table,
+    latency_of,
     time_key_of,
+    with_request_latency,
     with_time_factors,
 )
 
@@ -167,7 +171,62 @@ def validate(catalog: Catalog | None = None, *, cross_validated: bool = True) ->
         fits = fit_time_factors(ratios[id(table)], exclude_source=src if cross_validated else None)
         if time_key_of(row) in fits:
             out[i] = estimate(row, with_time_factors(table, fits))
+    # request latency: each document's serving TTFT rows with the latency fitted without it, on the other documents'
+    # runs at concurrency 1 estimated with the same speed factors as its own (and none)
+    diffs: dict[str, list[tuple[str, str, str, float]]] = {}
+
+    def diffs_for(src: str) -> list[tuple[str, str, str, float]]:
+        if src not in diffs:
+            table = table_of(src, "serving_ttft", True)
+            if id(table) not in ratios:
+                ratios[id(table)] = time_ratios(catalog, table, rows)
+            timed = with_time_factors(table, fit_time_factors(ratios[id(table)],
+                                                              exclude_source=src if cross_validated else None))
+            diffs[src] = latency_diffs(catalog, timed, rows)
+        return diffs[src]
+
+    for i, row in enumerate(rows):
+        if row["category"] != "serving_ttft" or out[i]["role"] != "validation":
+            continue
+        src = source_of(row)
+        latency = latency_of(engine_of(row), fit_request_latency(diffs_for(src),
+                                                                 exclude_source=src if cross_validated else None))
+        est = out[i]["estimate"] + latency
+        out[i] = {**out[i], "estimate": est, "error_pct": (est / out[i]["measured"] - 1) * 100}
     return pd.DataFrame(out)
+
+
+def latency_diffs(catalog: Catalog, table: dict, rows: list[dict] | None = None) -> list[tuple[str, str, str, float]]:
+    """``(engine, source document, row id, measured − estimated TTFT [ms])`` of the serving TTFT rows at concurrency 1
+    that the request latency is fitted on (:func:`gpucost.validation.fit.fit_request_latency`), estimated with
+    ``table`` (whose request latency :func:`gpucost.validation.fit.factor_table` leaves at 0)."""
+    rows = rows if rows is not None else catalog.table("benchmarks").to_dict(orient="records")
+    table = with_request_latency(table, {})
+    out = []
+    for row in rows:
+        if row["category"] != "serving_ttft" or number(row.get("concurrency")) != 1:
+            continue
+        try:
+            measured, _unit = comparison_value(row)
+            est = row_estimate(row, catalog, table)
+            engine = engine_of(row)
+        except GpucostError:
+            continue
+        if math.isfinite(est) and est > 0:
+            out.append((engine, source_of(row), str(row["id"]), measured - est))
+    return out
+
+
+def request_latencies(catalog: Catalog | None = None, share: float | None = None) -> dict:
+    """The request latency per engine fitted on every document (tools/calibrate.py writes it to
+    data/engine_efficiency.csv), on runs priced with the time factors and the MoE share fitted on every document."""
+    catalog = catalog or Catalog()
+    if share is None:
+        fit = moe_share(catalog)
+        share = fit.moe_compute_share if fit else 1.0
+    table = with_moe_share(fitted_table(catalog), share)
+    timed = with_time_factors(table, fit_time_factors(time_ratios(catalog, table)))
+    return fit_request_latency(latency_diffs(catalog, timed))
 
 
 def time_ratios(catalog: Catalog, table: dict, rows: list[dict] | None = None) -> list[tuple[str, str, str, float]]:
@@ -499,4 +558,5 @@ def calibrate(catalog: Catalog | None = None) -> dict[str, dict]:
 
 __all__ = ["CATEGORIES", "TARGETS", "BOUNDS", "P90_RATIO", "convert", "comparison_value", "row_estimate", "validate",
            "summary", "markdown_table", "error_bands", "band_coverage", "band_quantiles", "ALL_ENGINES",
-           "BAND_COVERAGE_TARGET", "BAND_SIDE_MISS", "calibrate", "time_factors", "time_ratios"]
+           "BAND_COVERAGE_TARGET", "BAND_SIDE_MISS", "calibrate", "time_factors", "time_ratios", "latency_diffs",
+           "request_latencies"]

@@ -696,7 +696,12 @@ def _serving(row: dict, spec, fmt, catalog: Catalog, table: dict[str, EngineEffi
     cat = row["category"]
     if cat == "serving_throughput":
         return rep.output_tokens_per_s * replicas
-    return rep.mean_ttft_ms if cat == "serving_ttft" else rep.mean_tpot_ms
+    if cat == "serving_tpot":
+        return rep.mean_tpot_ms
+    # every request's TTFT also holds the server's own latency (EngineEfficiency.request_latency_ms)
+    engine = engine_of(row)
+    eff = engine_efficiency(engine, catalog, fmt, key_backend(engine, backend_of(row), _gpu(row, catalog)), table=table)
+    return rep.mean_ttft_ms + eff.request_latency_ms
 
 
 def row_model(row: dict, catalog: Catalog):

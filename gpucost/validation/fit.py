@@ -345,7 +345,9 @@ def factor_table(fitted: dict[str, Fitted], base: dict[str, EngineEfficiency]) -
             src = out[FALLBACK_ENGINE]
             out[engine] = replace(src, engine=engine, calibration_rows=(), host_layer_ms=0.0,
                                   borrowed_from=f"all factors from {FALLBACK_ENGINE} (no rows of its own)")
-    return out
+    # the stored request latency was fitted on serving runs, maybe of the document being judged: none here
+    # (:func:`with_request_latency` adds one fitted without that document)
+    return {k: replace(v, request_latency_ms=0.0) for k, v in out.items()}
 
 
 # --------------------------------------------------------------------------------------------------
@@ -456,6 +458,59 @@ def fit_moe_share(ratios: Iterable[tuple[str, str, np.ndarray]], exclude_source:
     doc_medians = np.array([np.median(np.log([r for _, r in rows]), axis=0) for rows in by.values()])
     k = int(np.argmin(np.abs(doc_medians).sum(axis=0)))
     return MoeFit(float(MOE_GRID[k]), tuple(rid for rows in by.values() for rid, _ in rows), tuple(sorted(by)))
+
+
+# --------------------------------------------------------------------------------------------------
+# A served request's latency beyond the step model
+# --------------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class LatencyFit:
+    """An engine's request latency [ms] and what it was fitted on."""
+
+    engine: str
+    request_latency_ms: float
+    rows: tuple[str, ...]
+    sources: tuple[str, ...]
+    #: each document's median measured − estimated TTFT [ms]
+    per_document: tuple[tuple[str, float], ...] = ()
+
+
+def fit_request_latency(diffs: Iterable[tuple[str, str, str, float]],
+                        exclude_source: str | None = None) -> dict[str, LatencyFit]:
+    """:attr:`gpucost.speed.EngineEfficiency.request_latency_ms` per engine from ``(engine, source document, row id,
+    measured − estimated TTFT [ms])`` of serving runs at concurrency 1 (one request in flight: no queue), estimated
+    without a latency: the median over documents of each document's median difference (each document one vote, as
+    :func:`fit_time_factors`), never below 0, on at least :data:`MIN_DOCUMENTS` documents other than
+    ``exclude_source``. A difference holds what the server does per request beyond the step model (HTTP,
+    tokenizing, scheduling, an eager prefill's launches, detokenizing) and the estimate's own error of that
+    prompt's prefill; the median over documents is what most documents share."""
+    by: dict[str, dict[str, list[tuple[str, float]]]] = defaultdict(lambda: defaultdict(list))
+    for engine, src, rid, d in diffs:
+        if src != exclude_source and math.isfinite(d):
+            by[engine][src].append((rid, d))
+    out = {}
+    for engine, docs in sorted(by.items()):
+        if len(docs) < MIN_DOCUMENTS:
+            continue
+        per_doc = tuple((src, float(np.median([d for _, d in rows]))) for src, rows in sorted(docs.items()))
+        ms = max(0.0, float(np.median([d for _, d in per_doc])))
+        out[engine] = LatencyFit(engine, round(ms, 1), tuple(rid for rows in docs.values() for rid, _ in rows),
+                                 tuple(sorted(docs)), per_doc)
+    return out
+
+
+def latency_of(engine: str, fits: dict[str, LatencyFit]) -> float:
+    """The request latency [ms] of ``engine`` (``sglang/rocm``: SGLang's) from ``fits``: its own, else
+    :data:`FALLBACK_ENGINE`'s (as for its speed factors), else 0 — the fallback data/engine_efficiency.csv gives the
+    product."""
+    f = fits.get(engine.split("/")[0]) or fits.get(FALLBACK_ENGINE)
+    return f.request_latency_ms if f else 0.0
+
+
+def with_request_latency(table: dict[str, EngineEfficiency], fits: dict[str, LatencyFit]) -> dict[str, EngineEfficiency]:
+    """``table`` with every key's request latency from ``fits`` (:func:`latency_of`)."""
+    return {k: replace(v, request_latency_ms=latency_of(k, fits)) for k, v in table.items()}
 
 
 # --------------------------------------------------------------------------------------------------
