@@ -730,9 +730,11 @@ def row_estimate(row: dict, catalog: Catalog, table: dict[str, EngineEfficiency]
     cat = row["category"]
     if cat not in CATEGORIES:
         raise GpucostError(f"category '{cat}' is not estimated here")
-    spec = row_model(row, catalog)   # every category, MFU included: each row is judged on a catalog model
     if cat == "mfu":
+        # the training-time estimate's default MFU is one figure for every model and card (the user can set it): a
+        # published MFU judges it whether or not the catalog lists the model (GPT-3 175B, a 530B GPT) or names the card
         return table["training"].mfu
+    spec = row_model(row, catalog)   # every other category is judged on a catalog model
     fmt = row_format(row, catalog)
     if cat == "file_size":
         return weights_file_gib(spec, fmt)
