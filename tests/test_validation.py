@@ -452,7 +452,7 @@ def test_the_default_mfu_is_not_judged_on_the_rows_it_is_the_mean_of(cat, result
     others = results[(results["category"] == "mfu") & ~results["id"].isin(own)]
     assert set(others["source_id"]) == {"arxiv-2205.05198", "arxiv-2402.15627"} and (others["role"] == "validation").all()
     default = float(cat.table("engine_efficiency").set_index("engine").at["training", "mfu"])
-    got = dict(zip(others["id"], others["error_pct"]))
+    got = dict(zip(others["id"], others["error_pct"], strict=True))
     assert got == pytest.approx({"mfu04": (default / 0.542 - 1) * 100, "mfu05": (default / 0.421 - 1) * 100,
                                  "mfu06": (default / 0.552 - 1) * 100})
 
