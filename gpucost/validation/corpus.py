@@ -537,7 +537,19 @@ _SETTINGS = ((re.compile(r"--max[-_]num[-_]seqs?[ =](\d+)|--max[-_]batch[-_]size
 _NOT_MODELLED_SERVING = ((re.compile(r"disaggregat", re.IGNORECASE), "prefill-decode disaggregation is not modelled"),
                          (re.compile(r"--speculative[-_](?:algo|algorithm|config|model|num)"),
                           "speculative decoding is not modelled"))
+#: a run whose own log shows its prompts hitting the prefix cache (repeated random prompts): its TTFT is of prompts
+#: prefilled in part, which the replay (every prompt token computed) does not price — its throughput, decode-bound, is
+_PREFIX_HITS = re.compile(r"prefix[- ]cache hit rates? of", re.IGNORECASE)
 _MAX_MODEL_LEN = re.compile(r"--max[-_]model[-_]len[ =](\d+)")
+#: a client that sends requests at a stated finite rate (``--request-rate 10``, ``request rate 2 req/s``)
+_REQUEST_RATE = re.compile(r"request[- _]rate[ =:]+(\d+(?:\.\d+)?)(?![\d.])", re.IGNORECASE)
+
+
+def offered_rate(row: dict) -> float | None:
+    """The requests per second a serving row's client offered (its notes' first finite ``request rate``), None for
+    an unbounded rate (``inf``) or none stated."""
+    m = _REQUEST_RATE.search(str(row.get("notes") or ""))
+    return float(m.group(1)) if m and float(m.group(1)) > 0 else None
 _KV_FP8 = re.compile(r"kv[-_]cache[-_]dtype[ =]fp8", re.IGNORECASE)
 #: vLLM's benchmark_throughput.py and bench_serving send 1,000 prompts unless told otherwise (--num-prompts default)
 DEFAULT_PROMPTS = 1000
@@ -692,10 +704,17 @@ def _pipeline_stages(row: dict) -> int:
 def _serving(row: dict, spec, fmt, catalog: Catalog, table: dict[str, EngineEfficiency]) -> float:
     """A served load, as the row's benchmark measured it: its requests replayed through the engine's scheduler on
     gpucost's step model (:func:`_replay_row`) — output tokens/s of all replicas, or the mean TTFT / TPOT."""
-    rep, replicas = _replay_row(row, spec, fmt, catalog, table)
     cat = row["category"]
+    if cat == "serving_ttft" and _PREFIX_HITS.search(str(row.get("notes") or "")):
+        raise GpucostError("the run's log shows its prompts hitting the prefix cache: a TTFT of prompts prefilled in "
+                           "part is not estimated (the replay computes every prompt token)")
+    rep, replicas = _replay_row(row, spec, fmt, catalog, table)
     if cat == "serving_throughput":
-        return rep.output_tokens_per_s * replicas
+        # a client sending at a finite rate offers rate × output tokens per second: replicas that could serve more
+        # serve what is offered (the replay sends every request at once)
+        rate, gen = offered_rate(row), number(row.get("gen_tokens"))
+        served = rep.output_tokens_per_s * replicas
+        return served if rate is None or not gen else min(served, rate * gen)
     if cat == "serving_tpot":
         return rep.mean_tpot_ms
     # every request's TTFT also holds the server's own latency (EngineEfficiency.request_latency_ms)
