@@ -585,7 +585,9 @@ def plan_serving(spec: ModelSpec, fmt: QuantFormat, gpu: Gpu, load: Load, *, gpu
         notes.append(Message("sv_note_time_factor", engine=engine, backend=default_backend(gpu),
                              k=f"{eff.time_factor:.2f}"))
     if eff.request_latency_ms > 0:
-        notes.append(Message("sv_note_latency", engine=engine, ms=f"{eff.request_latency_ms:.0f}"))
+        own = eff.request_latency_from.split("/")[0] == engine
+        notes.append(Message("sv_note_latency" if own else "sv_note_latency_borrowed", engine=engine,
+                             ms=f"{eff.request_latency_ms:.0f}", source=eff.request_latency_from))
     per_seq, pool = _kv(spec, fmt, gpu, gpus, engine, kv_dtype, load)
     max_conc = _whole(per_seq, pool)
     point = None

@@ -99,6 +99,8 @@ class EngineEfficiency(Record):
     #: to a serving TTFT only (the speed page's single-request TTFT and every step time leave it out). Fitted on the
     #: corpus's serving runs at concurrency 1 (:func:`gpucost.validation.fit.fit_request_latency`); 0: none fitted
     request_latency_ms: float = 0.0
+    #: the engine whose fitted request latency that is ("" : none; another engine's where this one has no runs of its own)
+    request_latency_from: str = ""
 
 
 def _f(v, default=float("nan")) -> float:
@@ -150,6 +152,7 @@ def _efficiency_table(tables) -> dict[str, EngineEfficiency]:
         out[name] = EngineEfficiency(
             engine=name, **vals, time_factor=_f(r.get("time_factor"), 1.0),
             request_latency_ms=0.0 if math.isnan(latency) else latency,
+            request_latency_from="" if math.isnan(latency) else src,
             calibration_rows=tuple(x.strip() for x in str(r.get("calibration_rows") or "").split(";") if x.strip()),
             source=str(r.get("source") or ""), as_of=str(r.get("as_of") or ""), notes=str(r.get("notes") or ""),
             borrowed_from=", ".join(borrowed), moe_compute_share=share)

@@ -411,3 +411,14 @@ def test_a_plans_ttft_includes_the_engines_request_latency(cat):
     assert p.point.prefill_ms <= alone * (1 + 1e-9)    # the queue's service time: GPU time only
     rec = cli_json("serve", "--model", "llama-3.1-8b", "--gpu", "rtx-4090", "--rps", "2", "--engine", "sglang")
     assert rec["point"]["latency_ms"] == latency and rec["point"]["ttft_ms"] == pytest.approx(p.point.ttft_ms)
+
+
+def test_an_engine_without_runs_at_one_client_says_whose_request_latency_it_borrows(cat):
+    """TensorRT-LLM has no published runs at one client in the corpus: its plan carries vLLM's request latency and its
+    notes say whose it is; SGLang's is its own."""
+    vllm = float(cat.table("engine_efficiency").set_index("engine").at["vllm", "request_latency_ms"])
+    p = _plan(cat, Load(2, 1000, 200), engine="tensorrt-llm")
+    assert p.point.latency_ms == vllm
+    assert any(f"request latency of {vllm:.0f} ms, vllm's" in n for n in p.notes)
+    own = _plan(cat, Load(2, 1000, 200), card="rtx-4090", engine="sglang")
+    assert not any("'s: the corpus has no published runs" in n for n in own.notes)

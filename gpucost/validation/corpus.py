@@ -538,7 +538,8 @@ _NOT_MODELLED_SERVING = ((re.compile(r"disaggregat", re.IGNORECASE), "prefill-de
                          (re.compile(r"--speculative[-_](?:algo|algorithm|config|model|num)"),
                           "speculative decoding is not modelled"))
 #: a run whose own log shows its prompts hitting the prefix cache (repeated random prompts): its TTFT is of prompts
-#: prefilled in part, which the replay (every prompt token computed) does not price — its throughput, decode-bound, is
+#: prefilled in part, which the replay (every prompt token computed) does not price; its throughput and TPOT, bound by
+#: the decode steps, are judged
 _PREFIX_HITS = re.compile(r"prefix[- ]cache hit rates? of", re.IGNORECASE)
 _MAX_MODEL_LEN = re.compile(r"--max[-_]model[-_]len[ =](\d+)")
 #: a client that sends requests at a stated finite rate (``--request-rate 10``, ``request rate 2 req/s``)
