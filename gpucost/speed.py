@@ -141,18 +141,16 @@ def _efficiency_table(tables) -> dict[str, EngineEfficiency]:
 
     out = {}
     for name, r in rows.items():
-        vals, borrowed = {}, []
-        for col in cols:
-            vals[col], src = resolve(name, col)
-            if src != name and not math.isnan(vals[col]):
-                borrowed.append(f"{col} from {src}")
-        latency, src = resolve(name, "request_latency_ms")
-        if src != name and not math.isnan(latency):
-            borrowed.append(f"request_latency_ms from {src}")
+        vals, srcs, borrowed = {}, {}, []
+        for col in cols + ("request_latency_ms",):
+            vals[col], srcs[col] = resolve(name, col)
+            if srcs[col] != name and not math.isnan(vals[col]):
+                borrowed.append(f"{col} from {srcs[col]}")
+        latency = vals.pop("request_latency_ms")
         out[name] = EngineEfficiency(
             engine=name, **vals, time_factor=_f(r.get("time_factor"), 1.0),
             request_latency_ms=0.0 if math.isnan(latency) else latency,
-            request_latency_from="" if math.isnan(latency) else src,
+            request_latency_from="" if math.isnan(latency) else srcs["request_latency_ms"],
             calibration_rows=tuple(x.strip() for x in str(r.get("calibration_rows") or "").split(";") if x.strip()),
             source=str(r.get("source") or ""), as_of=str(r.get("as_of") or ""), notes=str(r.get("notes") or ""),
             borrowed_from=", ".join(borrowed), moe_compute_share=share)

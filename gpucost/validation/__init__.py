@@ -162,14 +162,18 @@ def validate(catalog: Catalog | None = None, *, cross_validated: bool = True) ->
     # time factors: each document's rows on such a backend re-estimated with the factor fitted without it, on the
     # other documents' rows estimated with the same speed factors as its own
     ratios: dict[int, list[tuple[str, str, str, float]]] = {}
+
+    def time_fits(src: str, category: str) -> tuple[dict, dict]:
+        """(the speed factors that judge ``src``'s rows, the time factors fitted without it)."""
+        table = table_of(src, category, True)
+        if id(table) not in ratios:
+            ratios[id(table)] = time_ratios(catalog, table, rows)
+        return table, fit_time_factors(ratios[id(table)], exclude_source=src if cross_validated else None)
+
     for i, row in enumerate(rows):
         if time_key_of(row) is None:
             continue
-        src = source_of(row)
-        table = table_of(src, row["category"], True)
-        if id(table) not in ratios:
-            ratios[id(table)] = time_ratios(catalog, table, rows)
-        fits = fit_time_factors(ratios[id(table)], exclude_source=src if cross_validated else None)
+        table, fits = time_fits(source_of(row), row["category"])
         if time_key_of(row) in fits:
             out[i] = estimate(row, with_time_factors(table, fits))
     # request latency: each document's serving TTFT rows with the latency fitted without it, on the other documents'
@@ -178,12 +182,7 @@ def validate(catalog: Catalog | None = None, *, cross_validated: bool = True) ->
 
     def diffs_for(src: str) -> list[tuple[str, str, str, float]]:
         if src not in diffs:
-            table = table_of(src, "serving_ttft", True)
-            if id(table) not in ratios:
-                ratios[id(table)] = time_ratios(catalog, table, rows)
-            timed = with_time_factors(table, fit_time_factors(ratios[id(table)],
-                                                              exclude_source=src if cross_validated else None))
-            diffs[src] = latency_diffs(catalog, timed, rows)
+            diffs[src] = latency_diffs(catalog, with_time_factors(*time_fits(src, "serving_ttft")), rows)
         return diffs[src]
 
     for i, row in enumerate(rows):
@@ -222,10 +221,7 @@ def request_latencies(catalog: Catalog | None = None, share: float | None = None
     """The request latency per engine fitted on every document (tools/calibrate.py writes it to
     data/engine_efficiency.csv), on runs priced with the time factors and the MoE share fitted on every document."""
     catalog = catalog or Catalog()
-    if share is None:
-        fit = moe_share(catalog)
-        share = fit.moe_compute_share if fit else 1.0
-    table = with_moe_share(fitted_table(catalog), share)
+    table = with_moe_share(fitted_table(catalog), _share(catalog, share))
     timed = with_time_factors(table, fit_time_factors(time_ratios(catalog, table)))
     return fit_request_latency(latency_diffs(catalog, timed))
 
@@ -292,11 +288,16 @@ def time_factors(catalog: Catalog | None = None, share: float | None = None) -> 
     """The time factors fitted on every document (tools/calibrate.py writes them to data/engine_efficiency.csv), on
     rows priced with the routed experts at ``share`` of the dense rate (None: :func:`moe_share`'s fit)."""
     catalog = catalog or Catalog()
+    table = with_moe_share(fitted_table(catalog), _share(catalog, share))
+    return fit_time_factors(time_ratios(catalog, table))
+
+
+def _share(catalog: Catalog, share: float | None) -> float:
+    """``share``, or where None the MoE share fitted on every document (:func:`moe_share`; 1 without a fit)."""
     if share is None:
         fit = moe_share(catalog)
         share = fit.moe_compute_share if fit else 1.0
-    table = with_moe_share(fitted_table(catalog), share)
-    return fit_time_factors(time_ratios(catalog, table))
+    return share
 
 
 def _stats(errs: pd.Series) -> tuple[float, float]:

@@ -545,15 +545,16 @@ _MAX_MODEL_LEN = re.compile(r"--max[-_]model[-_]len[ =](\d+)")
 #: a client that sends requests at a stated finite rate (``--request-rate 10``, ``request rate 2 req/s``)
 _REQUEST_RATE = re.compile(r"request[- _]rate[ =:]+(\d+(?:\.\d+)?)(?![\d.])", re.IGNORECASE)
 
+_KV_FP8 = re.compile(r"kv[-_]cache[-_]dtype[ =]fp8", re.IGNORECASE)
+#: vLLM's benchmark_throughput.py and bench_serving send 1,000 prompts unless told otherwise (--num-prompts default)
+DEFAULT_PROMPTS = 1000
+
 
 def offered_rate(row: dict) -> float | None:
     """The requests per second a serving row's client offered (its notes' first finite ``request rate``), None for
     an unbounded rate (``inf``) or none stated."""
     m = _REQUEST_RATE.search(str(row.get("notes") or ""))
     return float(m.group(1)) if m and float(m.group(1)) > 0 else None
-_KV_FP8 = re.compile(r"kv[-_]cache[-_]dtype[ =]fp8", re.IGNORECASE)
-#: vLLM's benchmark_throughput.py and bench_serving send 1,000 prompts unless told otherwise (--num-prompts default)
-DEFAULT_PROMPTS = 1000
 
 
 def _first_int(m: re.Match | None) -> int | None:
