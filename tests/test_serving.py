@@ -398,7 +398,7 @@ def test_a_plan_on_an_amd_card_says_its_steps_take_the_rocm_time_factor(cat):
 
 
 def test_a_plans_ttft_includes_the_engines_request_latency(cat):
-    """What the server does per request beyond the GPU steps (SGLang's 118 ms, fitted on its cookbook's runs at one
+    """What the server does per request beyond the GPU steps (SGLang's 116 ms, fitted on its cookbook's runs at one
     client) is in the plan's TTFT and said in its notes, but not in the prompts' queue: the GPU serves that queue."""
     latency = float(cat.table("engine_efficiency").set_index("engine").at["sglang", "request_latency_ms"])
     p = _plan(cat, Load(2, 1000, 200), card="rtx-4090", engine="sglang")
