@@ -78,3 +78,56 @@ def test_a_visitor_who_leaves_is_out_of_the_line_and_their_page_stops():
 
     _run(leave())
     assert server._PREPARING == [] and stopped == [True]
+
+
+def test_a_waiting_line_never_lands_inside_a_tag_or_a_script():
+    # Voilà's lab template yields the page's settings in three chunks (the tag, the JSON, the closing tag) and
+    # a cell's wrapper with its index as a chunk of its own; a server whose loop stalls between two of them
+    # once put a waiting line inside the JSON, the page's scripts could not read it and the page never showed
+    # (CI, test_load: "Unexpected non-whitespace character after JSON at position 860")
+    config = {"baseUrl": "/", "kernelId": "k1"}
+    chunks = ['<body><span id="loading_text"></span><div>', '\n<script id="jupyter-config-data" type="application/json">\n  ',
+              json.dumps(config), '\n</script>\n', '<div cell-index="', "1", '">', "<p>cell</p></div>",
+              "<SCRIPT>let a = '<b>';", "</SCRIPT>", "<div>end</div></body>"]
+
+    async def stalling():
+        for c in chunks:
+            yield c
+            await asyncio.sleep(4 * TICK)   # longer than a tick after every chunk
+
+    async def heartbeats():   # Voilà's keep-alive line after each chunk
+        for c in chunks:
+            yield c
+            yield server._HEARTBEAT
+
+    out = _run(_collect(server.queued(stalling(), "en", tick_s=TICK)))
+    page = "".join(out)
+    settings = re.search(r'<script id="jupyter-config-data" type="application/json">(.*?)</script>', page, re.S)
+    assert json.loads(settings.group(1)) == config
+    assert '<div cell-index="1">' in page and "<SCRIPT>let a = '<b>';</SCRIPT>" in page
+    # the visitor is still told, between elements: after the head, after the settings, after each cell
+    between = ['<body><span id="loading_text"></span><div>', "\n</script>\n", '">', "<p>cell</p></div>",
+               "</SCRIPT>", "<div>end</div></body>"]
+    lines = [i for i, c in enumerate(out) if c.startswith("<script>(el =>")]
+    assert [out[i - 1] for i in lines if out[i - 1] in chunks] == between
+    # Voilà's own keep-alive is passed on between elements only
+    beats = _run(_collect(server.queued(heartbeats(), "en", tick_s=TICK)))
+    assert [beats[i - 1] for i, c in enumerate(beats) if c == server._HEARTBEAT] == between
+    assert "".join(c for c in beats if c != server._HEARTBEAT) == "".join(chunks)
+
+
+def test_a_script_tag_cut_between_two_chunks_is_still_seen():
+    at = server._Between()
+    for c in ["<div>", "<scr", "ipt>var x = 1 > 0", "</scr", "ipt>", "<p>"]:
+        at.feed(c)
+        if c == "ipt>var x = 1 > 0":
+            assert not at.open      # ends with '>'-free text inside the script
+    assert at.open
+    at.feed("<textarea>a</div>")
+    assert not at.open              # '</div>' inside a textarea is its text
+    at.feed("</TEXTAREA>")
+    assert at.open
+
+
+async def _collect(gen):
+    return [c async for c in gen]

@@ -17,7 +17,9 @@ The secret never leaves the server and its kernels (visitors cannot run code in 
 
 And a visitor who arrives when every preheated kernel is taken waits while a kernel starts and runs the
 page, sharing the CPU with the other pages being prepared: instead of a bare spinner the page says so and
-how many visitors' pages are being prepared ahead of theirs, updated every second (:func:`queued`)."""
+how many visitors' pages are being prepared ahead of theirs, updated every second (:func:`queued`). A
+waiting line goes only where the page's HTML is between elements: never inside a tag or a ``<script>`` (the
+page's ``jupyter-config-data`` JSON comes in three chunks; a line put between them broke the page)."""
 
 from __future__ import annotations
 
@@ -79,6 +81,46 @@ _PREPARING: list[object] = []
 QUEUE_TICK_S = 1.0
 
 
+#: an element whose content is raw text up to its end tag: HTML put inside it becomes part of its text
+_RAW_TEXT = re.compile(r"<(script|style|textarea|title)\b", re.IGNORECASE)
+#: Voilà's own keep-alive line (voila.handler, after http_keep_alive_timeout without a chunk)
+_HEARTBEAT = "<script>window.voila_heartbeat()</script>\n"
+
+
+class _Between:
+    """Whether the HTML streamed so far stops between elements, where a line of HTML can be put: not inside a
+    tag or an attribute (the last character sent is ``>``) and not inside a raw-text element such as
+    ``<script>``. Each chunk is scanned once; a tag name cut between two chunks is caught by carrying the
+    chunk's unscanned tail (at most one tag name long)."""
+
+    def __init__(self) -> None:
+        self.inside: str | None = None
+        self.tail = ""
+        self.last = ""
+
+    def feed(self, chunk: str) -> None:
+        text, i = self.tail + chunk, 0
+        while True:
+            if self.inside is None:
+                m = _RAW_TEXT.search(text, i)
+                if m is None:
+                    break
+                self.inside, i = m.group(1).lower(), m.end()
+            else:
+                j = text.lower().find("</" + self.inside, i)
+                if j < 0:
+                    break
+                i, self.inside = j + 2 + len(self.inside), None
+        self.tail = text[max(i, len(text) - 9):]
+        stripped = chunk.rstrip()
+        if stripped:
+            self.last = stripped[-1]
+
+    @property
+    def open(self) -> bool:
+        return self.inside is None and self.last == ">"
+
+
 def _queue_script(ahead: int, lang: str) -> str:
     from gpucost.i18n import t
 
@@ -96,11 +138,12 @@ async def queued(chunks: AsyncIterator[str], lang: str = "en", tick_s: float | N
     _PREPARING.append(me)
     tick = QUEUE_TICK_S if tick_s is None else tick_s
     nxt: asyncio.Future | None = None
+    at = _Between()
     try:
         head_sent = False
         while True:
             nxt = asyncio.ensure_future(chunks.__anext__())
-            while head_sent:
+            while head_sent and at.open:
                 done, _ = await asyncio.wait({nxt}, timeout=tick)
                 if done:
                     break
@@ -109,6 +152,9 @@ async def queued(chunks: AsyncIterator[str], lang: str = "en", tick_s: float | N
                 chunk = await nxt
             except StopAsyncIteration:
                 return
+            if chunk == _HEARTBEAT and not at.open:
+                continue  # Voilà's keep-alive, inside a tag or a script: it would break what it lands in
+            at.feed(chunk)
             yield chunk
             head_sent = True
     finally:
