@@ -56,6 +56,9 @@ class EngineProfile:
     kv_dtypes: tuple[str, ...]
     source: str
     fp16_accumulate: bool = False    # FP16 matrix math accumulates in FP16 (cuBLAS CUBLAS_COMPUTE_16F)
+    #: on a card whose FP16 runs slower than its FP32 (Pascal GP102/GP104, compute capability 6.1: the P40) the engine
+    #: computes no FP16: quantized weights' products on int8 (dp4a) and the rest in FP32
+    no_slow_fp16: bool = False
     #: passes a decode step makes over the KV cache: 1 where it is written in place and read by attention; 3 where
     #: each step copies the whole cache into a new tensor one token longer (read + write) before attention reads it
     kv_passes: float = 1.0
@@ -92,8 +95,10 @@ ENGINE_PROFILES: dict[str, EngineProfile] = {
     "llama.cpp": EngineProfile(
         "llama.cpp", "layer", False, True, True, "llamacpp", 512, None, None, ("fp16", "fp32", "q8_0", "q4_0"),
         "https://github.com/ggml-org/llama.cpp/blob/master/src/llama-model.cpp; tools/server/README.md; "
-        "ggml/src/ggml-cuda/ggml-cuda.cu (cublasGemmEx with CUBLAS_COMPUTE_16F for FP16 matrices)",
-        fp16_accumulate=True),
+        "ggml/src/ggml-cuda/ggml-cuda.cu (cublasGemmEx with CUBLAS_COMPUTE_16F for FP16 matrices); "
+        "ggml/src/ggml-cuda/common.cuh (fast_fp16_hardware_available: NVIDIA from Pascal except compute capability "
+        "6.1, whose quantized matmuls take MMQ's dp4a int8 path and its other matmuls FP32 cuBLAS)",
+        fp16_accumulate=True, no_slow_fp16=True),
     "tensorrt-llm": EngineProfile(
         "tensorrt-llm", "tensor", True, True, True, "trtllm", None, "free", 0.9, ("fp16", "bf16", "fp8"),
         "https://nvidia.github.io/TensorRT-LLM/examples/kvcacheconfig.html; "

@@ -248,14 +248,22 @@ def card_efficiency(engine: str, gpu: Gpu, fmt: QuantFormat | None = None, catal
 def peak_tflops(gpu: Gpu, fmt: QuantFormat, engine: str | None = None) -> float | None:
     """Dense tensor throughput [TFLOPS] a format computes at on this card: FP8 formats at FP8 where the card
     has FP8 tensor cores, weight-only formats dequantize to 16-bit, fp32 at fp32 (:meth:`Gpu.tflops`); an
-    engine that accumulates FP16 math in FP16 (llama.cpp) gets a GeForce card's FP16-accumulate rate."""
-    return _dtype_tflops(gpu, fmt.compute_dtype, engine)
+    engine that accumulates FP16 math in FP16 (llama.cpp) gets a GeForce card's FP16-accumulate rate, and on a card
+    whose FP16 is slower than its FP32 (the P40) it computes a quantized format's products on int8, the rest in
+    FP32."""
+    return _dtype_tflops(gpu, fmt.compute_dtype, engine, fmt.is_quantized)
 
 
-def _dtype_tflops(gpu: Gpu, dtype: str, engine: str | None) -> float | None:
+def _dtype_tflops(gpu: Gpu, dtype: str, engine: str | None, quantized: bool = False) -> float | None:
     t = gpu.tflops(dtype)
     prof = ENGINE_PROFILES.get(engine or "")
-    if t is not None and prof is not None and prof.fp16_accumulate and dtype in ("fp16", "bf16"):
+    if t is None or prof is None or dtype not in ("fp16", "bf16"):
+        return t
+    fp32 = gpu.column("fp32")
+    if prof.no_slow_fp16 and fp32 is not None and t < fp32:
+        int8 = gpu.column("int8") if quantized else None
+        return max(fp32, int8 or 0.0)
+    if prof.fp16_accumulate:
         t *= gpu.fp16_accumulate_factor
     return t
 

@@ -315,3 +315,23 @@ def test_nvfp4_computes_on_fp4_tensor_cores_on_blackwell_only(cat):
     sixteen = speed(s, nvfp4, h100, context=2048, engine="vllm", catalog=cat)
     assert four.compute_roofline_tokens_per_s / sixteen.compute_roofline_tokens_per_s == pytest.approx(
         9000 / h100.bf16_tflops, rel=1e-6)
+
+
+def test_llama_cpp_on_a_p40_computes_on_int8_and_fp32_not_its_slow_fp16(cat):
+    """The Tesla P40 (Pascal GP102, compute capability 6.1) runs FP16 at 1/64 of its FP32 rate (0.18 against 11.76
+    TFLOPS on its datasheet). llama.cpp never computes FP16 there (ggml-cuda common.cuh: fast_fp16_hardware_available
+    excludes cc 6.1): quantized weights' products take MMQ's dp4a int8 path (47 TOPS), the rest FP32 cuBLAS. Priced at
+    its FP16 rate, a P40 read an 8B Q2_K prompt of 2,048 tokens at 5 tokens/s and decoded at 4.6; llama.cpp's PR #7921
+    measured 729-768 tokens/s for that prompt (round ten, docs/corpus/round_2026-12-07e_log.md)."""
+    from gpucost.speed import peak_tflops
+
+    p40, rtx4090 = gpu(cat, "p40"), gpu(cat, "rtx-4090")
+    q2k, q4km = get_format("q2_k", cat), get_format("q4_k_m", cat)
+    assert peak_tflops(p40, q2k, "llama.cpp") == 47
+    assert peak_tflops(p40, get_format("f16", cat), "llama.cpp") == 11.76
+    assert peak_tflops(p40, get_format("fp16", cat), "vllm") == 0.18     # an engine that computes in FP16 there
+    # a card with fast FP16 keeps its (FP16-accumulate) tensor rate
+    assert peak_tflops(rtx4090, q4km, "llama.cpp") == pytest.approx(2 * rtx4090.fp16_tflops)
+    est = speed(catalog_spec("llama-3-8b", cat), q2k, p40, context=2048, engine="llama.cpp", catalog=cat)
+    assert 300 < est.prefill_tokens_per_s < 2000
+    assert est.bound == "memory-bandwidth" and est.decode_tokens_per_s > 20
