@@ -216,7 +216,13 @@ def training_bytes(a: dict, N, s: Setup, trainable, fmt_quantized: bool) -> dict
     N = np.asarray(N, dtype=float)
     mp, tp = float(s.tp * s.pp), float(s.tp)
     prof = training_profile(s.engine, s.framework_as_of)
-    prec = PRECISIONS[s.precision or prof.precision]
+    prec_name = s.precision or prof.precision
+    if prec_name == "bf16" and _deepspeed(s, prof):
+        # DeepSpeed's optimizers step fp32 copies of the 16-bit parameters whatever dtype the model was loaded in
+        # (runtime/zero/stage_1_and_2.py single_partition_of_fp32_groups, stage3.py fp32_partitioned_groups_flat,
+        # runtime/bf16_optimizer.py fp32_groups_flat_partition): fp32 master weights and fp32 Adam states
+        prec_name = "mixed"
+    prec = PRECISIONS[prec_name]
     opt_name = s.optimizer or ("paged-adamw" if s.mode == "qlora" else "adamw")
     opt = OPTIMIZERS[opt_name]
     state_b = opt.state_bytes if opt.state_bytes is not None else prec["state"]
@@ -289,6 +295,12 @@ def training_bytes(a: dict, N, s: Setup, trainable, fmt_quantized: bool) -> dict
             "logits": np.broadcast_to(logits, shape), "dequant": np.broadcast_to(dequant, shape)}
 
 
+def _deepspeed(s: Setup, prof: TrainingProfile) -> bool:
+    """Whether DeepSpeed's optimizer steps the run: ZeRO (``s.zero``) sharded by DeepSpeed, or the deepspeed
+    framework."""
+    return (s.zero >= 1 and s.sharder == "deepspeed") or prof.framework == "deepspeed"
+
+
 def _step_temporaries(a: dict, N, s: Setup, prof: TrainingProfile, opt, state_b: float, trainable,
                       in_bwd: bool) -> np.ndarray:
     """The optimizer step's state-sized temporaries per GPU [bytes] (Optimizer.step_temps): none where the states are
@@ -297,8 +309,7 @@ def _step_temporaries(a: dict, N, s: Setup, prof: TrainingProfile, opt, state_b:
     (deepspeed/ops/adam/fused_adam.py: multi_tensor_applier updates in place); PyTorch FSDP steps torch's AdamW on
     each rank's shard of the flat parameters (torch/optim/adamw.py _multi_tensor_adamw: torch._foreach_sqrt of the
     exp_avg_sqs, a shard-sized copy)."""
-    deepspeed = (s.zero >= 1 and s.sharder == "deepspeed") or prof.framework == "deepspeed"
-    temps = 0.0 if (opt.paged or s.offload != "none" or deepspeed) else opt.step_temps * state_b
+    temps = 0.0 if (opt.paged or s.offload != "none" or _deepspeed(s, prof)) else opt.step_temps * state_b
     if in_bwd:
         return a["largest_tensor"] * temps * np.ones_like(N)
     return trainable * temps / (N if s.zero >= 1 else 1.0) * np.ones_like(N)
