@@ -86,17 +86,21 @@ def test_every_row_is_estimated_or_skipped_for_a_stated_reason(cat, results):
 
 
 def test_a_documents_rows_are_judged_with_factors_fitted_without_it(cat, results):
-    """Cross-validation by document: the estimate of a llama.cpp decode row from the largest llama.cpp
-    document is the one made with factors refitted without that document, not with the full fit."""
+    """Cross-validation by document: the estimates of the llama.cpp decode rows of the largest llama.cpp
+    document are the ones made with factors refitted without that document, not with the full fit (a least-absolute
+    fit may land on the same value for one kernel path without the document: some of its rows, not each, move)."""
     dec = results[(results["category"] == "decode_speed") & (results["engine"] == "llama.cpp")
                   & (results["role"] == "validation")]
     src = dec["source_id"].value_counts().index[0]
-    r = dec[dec["source_id"] == src].iloc[0]
-    row = cat.table("benchmarks").set_index("id").loc[r["id"]].to_dict() | {"id": r["id"]}
-    held_out = row_estimate(row, cat, fitted_table(cat, exclude_source=src))
-    full = row_estimate(row, cat, fitted_table(cat))
-    assert r["estimate"] == pytest.approx(held_out)
-    assert held_out != pytest.approx(full, rel=1e-4)   # the document moved the factors it was fitted on
+    bench = cat.table("benchmarks").set_index("id")
+    without, with_it = fitted_table(cat, exclude_source=src), fitted_table(cat)
+    moved = 0
+    for _, r in dec[dec["source_id"] == src].iterrows():
+        row = bench.loc[r["id"]].to_dict() | {"id": r["id"]}
+        held_out = row_estimate(row, cat, without)
+        assert r["estimate"] == pytest.approx(held_out)
+        moved += held_out != pytest.approx(row_estimate(row, cat, with_it), rel=1e-4)
+    assert moved > 0   # the document moved the factors it was fitted on
 
 
 @pytest.mark.parametrize("category", ["file_size", "inference_memory", "training_memory", "decode_speed",
@@ -275,12 +279,10 @@ def test_bands_hold_eight_in_ten_measurements_of_documents_left_out(results, cat
 
 
 #: categories whose rows of documents left out fall beyond one end of their band more often than 1 in 10: README
-#: (serving TPOT was, until the six SGLang documents of 2026-12-06 widened its band's top: dstack's DeepSeek-R1 TPOTs)
-MISSED_SIDES: dict[str, str] = {
-    "prefill_speed": "since the eighth blind round 10 of the 97 prompt rows of documents left out (10.3 %) fall above the "
-                     "band made without their document, 7 of them one document's llama.cpp Vulkan runs on an RX 7900 XTX "
-                     "(1.8-2.5 x the estimate), and every engine's band already runs to the max (README)",
-}
+#: (serving TPOT was, until the six SGLang documents of 2026-12-06 widened its band's top: dstack's DeepSeek-R1 TPOTs;
+#: prefill was from the eighth blind round, 10 of 97 rows above, until the tenth round's P40 rows — 0.6 % of their
+#: measurement when llama.cpp was priced at the P40's FP16 rate — were estimated on its int8 path: 10 of 105)
+MISSED_SIDES: dict[str, str] = {}
 
 
 @pytest.mark.parametrize("category", ["file_size", "inference_memory", "training_memory", "decode_speed",
