@@ -71,6 +71,7 @@ from gpucost.memory_profiles import (  # noqa: F401 (part of this module's API)
 )
 from gpucost.memory_training import (  # noqa: F401 (part of this module's API)
     TRAINING_TERMS,
+    steps_fp32_copies,
     training_activation_bytes,
     training_bytes,
     training_profile,
@@ -591,6 +592,8 @@ def estimate(spec: ModelSpec, fmt: QuantFormat, setup: Setup | None = None, **kw
             notes.append(Message("mn_nvme_buffers"))
         if s.zero >= 3 and s.offload != "none":   # tests/test_validation.py holds its figures to the corpus
             notes.append(Message("mn_zero3_offload"))
+        if s.mode == "full" and steps_fp32_copies(s):
+            notes.append(Message("mn_deepspeed_fp32"))
         if s.context >= VARIABLE_LENGTH_NOTE_TOKENS:
             notes.append(Message("mn_variable_lengths", tokens=f"{s.context:,}"))
         terms = training_terms(b)

@@ -216,13 +216,7 @@ def training_bytes(a: dict, N, s: Setup, trainable, fmt_quantized: bool) -> dict
     N = np.asarray(N, dtype=float)
     mp, tp = float(s.tp * s.pp), float(s.tp)
     prof = training_profile(s.engine, s.framework_as_of)
-    prec_name = s.precision or prof.precision
-    if prec_name == "bf16" and _deepspeed(s, prof):
-        # DeepSpeed's optimizers step fp32 copies of the 16-bit parameters whatever dtype the model was loaded in
-        # (runtime/zero/stage_1_and_2.py single_partition_of_fp32_groups, stage3.py fp32_partitioned_groups_flat,
-        # runtime/bf16_optimizer.py fp32_groups_flat_partition): fp32 master weights and fp32 Adam states
-        prec_name = "mixed"
-    prec = PRECISIONS[prec_name]
+    prec = PRECISIONS["mixed" if steps_fp32_copies(s) else (s.precision or prof.precision)]
     opt_name = s.optimizer or ("paged-adamw" if s.mode == "qlora" else "adamw")
     opt = OPTIMIZERS[opt_name]
     state_b = opt.state_bytes if opt.state_bytes is not None else prec["state"]
@@ -293,6 +287,15 @@ def training_bytes(a: dict, N, s: Setup, trainable, fmt_quantized: bool) -> dict
             "reserve": np.broadcast_to(reserve, shape), "kept": np.broadcast_to(kept, shape), "step": np.broadcast_to(step_extra, shape),
             "cpu": np.broadcast_to(cpu, shape), "nvme": np.broadcast_to(nvme, shape),
             "logits": np.broadcast_to(logits, shape), "dequant": np.broadcast_to(dequant, shape)}
+
+
+def steps_fp32_copies(s: Setup) -> bool:
+    """Whether a run asked to train in pure bf16 keeps fp32 master weights and fp32 Adam states all the same: DeepSpeed
+    steps it, and DeepSpeed's optimizers step fp32 copies of the 16-bit parameters whatever dtype the model was loaded
+    in (runtime/zero/stage_1_and_2.py single_partition_of_fp32_groups, stage3.py fp32_partitioned_groups_flat,
+    runtime/bf16_optimizer.py fp32_groups_flat_partition)."""
+    prof = training_profile(s.engine, s.framework_as_of)
+    return (s.precision or prof.precision) == "bf16" and _deepspeed(s, prof)
 
 
 def _deepspeed(s: Setup, prof: TrainingProfile) -> bool:

@@ -581,6 +581,11 @@ def test_deepspeed_steps_fp32_copies_of_a_model_loaded_in_bf16(cat):
     assert ds["optimizer"] * GIB == pytest.approx(12 * n / 4, rel=1e-3)
     assert fsdp["optimizer"] * GIB == pytest.approx(4 * n / 4, rel=1e-3)
     assert ds["weights"] == fsdp["weights"] == pytest.approx(2 * n / GIB, rel=1e-3)   # the 16-bit model itself
+    # the estimate says why the bf16 asked for is kept as mixed precision, and only where it is
+    said = [m.key for m in _est(cat, "qwen-7b", "bf16", **kw).notes]
+    assert "mn_deepspeed_fp32" in said
+    assert "mn_deepspeed_fp32" not in [m.key for m in _est(cat, "qwen-7b", "bf16", sharder="fsdp", **kw).notes]
+    assert "mn_deepspeed_fp32" not in [m.key for m in _est(cat, "qwen-7b", "bf16", **kw | {"engine": "trl"}).notes]
 
 
 def test_a_rows_sharder_comes_from_its_framework_and_notes():
