@@ -179,6 +179,10 @@ PRECISIONS = {
 TRAINING_FRAMEWORKS = ("transformers", "trl", "unsloth", "torchtune", "litgpt", "axolotl", "llama-factory",
                        "ms-swift", "deepspeed")
 
+#: the frameworks whose multi-GPU recipes shard with PyTorch FSDP only, never DeepSpeed (torchtune's distributed
+#: recipes, LitGPT's Fabric FSDPStrategy): their ZeRO stage is FSDP's sharding
+FSDP_ONLY_FRAMEWORKS = ("torchtune", "litgpt")
+
 
 @dataclass(frozen=True)
 class TrainingProfile:

@@ -17,6 +17,7 @@ from gpucost.errors import GpucostError, UnknownNameError
 from gpucost.memory_profiles import (
     ACT_BYTES,
     CUDA_CONTEXT_GIB,
+    FSDP_ONLY_FRAMEWORKS,
     LOSS_KERNELS,
     OPTIMIZERS,
     PRECISIONS,
@@ -299,9 +300,10 @@ def steps_fp32_copies(s: Setup) -> bool:
 
 
 def _deepspeed(s: Setup, prof: TrainingProfile) -> bool:
-    """Whether DeepSpeed's optimizer steps the run: ZeRO (``s.zero``) sharded by DeepSpeed, or the deepspeed
-    framework."""
-    return (s.zero >= 1 and s.sharder == "deepspeed") or prof.framework == "deepspeed"
+    """Whether DeepSpeed's optimizer steps the run: ZeRO (``s.zero``) sharded by DeepSpeed — never for a framework that
+    shards with FSDP only (:data:`FSDP_ONLY_FRAMEWORKS`) — or the deepspeed framework."""
+    return ((s.zero >= 1 and s.sharder == "deepspeed" and prof.framework not in FSDP_ONLY_FRAMEWORKS)
+            or prof.framework == "deepspeed")
 
 
 def _step_temporaries(a: dict, N, s: Setup, prof: TrainingProfile, opt, state_b: float, trainable,

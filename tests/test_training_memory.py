@@ -586,6 +586,10 @@ def test_deepspeed_steps_fp32_copies_of_a_model_loaded_in_bf16(cat):
     assert "mn_deepspeed_fp32" in said
     assert "mn_deepspeed_fp32" not in [m.key for m in _est(cat, "qwen-7b", "bf16", sharder="fsdp", **kw).notes]
     assert "mn_deepspeed_fp32" not in [m.key for m in _est(cat, "qwen-7b", "bf16", **kw | {"engine": "trl"}).notes]
+    # torchtune's and LitGPT's ZeRO stage is FSDP's sharding whatever sharder is named: their pure bf16 stays
+    tune = kw | {"engine": "torchtune"}
+    assert _est(cat, "qwen-7b", "bf16", **tune).per_gpu.total == _est(cat, "qwen-7b", "bf16", sharder="fsdp",
+                                                                     **tune).per_gpu.total
 
 
 def test_a_rows_sharder_comes_from_its_framework_and_notes():

@@ -54,7 +54,13 @@ from gpucost.catalog import Catalog
 from gpucost.errors import GpucostError
 from gpucost.kernel_paths import Software, software_of
 from gpucost.memory import Setup, estimate, kv_pool_gib, occupied_gib
-from gpucost.memory_profiles import CUDA_CONTEXT_GIB, ENGINE_PROFILES, OFFLOADS, OPTIMIZERS
+from gpucost.memory_profiles import (
+    CUDA_CONTEXT_GIB,
+    ENGINE_PROFILES,
+    FSDP_ONLY_FRAMEWORKS,
+    OFFLOADS,
+    OPTIMIZERS,
+)
 from gpucost.models import catalog_spec, model_id
 from gpucost.quant import GIB, KV_DTYPE_BYTES, get_format, weights_file_gib
 from gpucost.records import Gpu, gpu_records
@@ -284,15 +290,13 @@ _REPLICA_SPLIT = re.compile(r"model copy over (\d+) GPUs with device_map", re.IG
 #: a multi-GPU run sharded by PyTorch FSDP (FSDP, FSDP2, Lightning's FSDPStrategy), not by DeepSpeed
 _FSDP = re.compile(r"\bFSDP", re.IGNORECASE)
 _DEEPSPEED = re.compile(r"deepspeed|\bds_config|zero[ _-]?[123]\b(?! equivalent)", re.IGNORECASE)
-#: the frameworks whose multi-GPU recipes shard with FSDP only (torchtune's distributed recipes, LitGPT's Fabric)
-_FSDP_FRAMEWORKS = ("torchtune", "litgpt")
 
 
 def sharder_of(row: dict) -> str:
     """What sharded a row's states over its cards: "fsdp" where the framework only shards with FSDP or the notes name
     FSDP and not DeepSpeed, else "deepspeed" (the ZeRO stage column's own meaning)."""
     notes = str(row.get("notes") or "")
-    if str(row.get("engine") or "").lower() in _FSDP_FRAMEWORKS:
+    if str(row.get("engine") or "").lower() in FSDP_ONLY_FRAMEWORKS:
         return "fsdp"
     return "fsdp" if _FSDP.search(notes) and not _DEEPSPEED.search(notes) else "deepspeed"
 
