@@ -217,7 +217,7 @@ def training_bytes(a: dict, N, s: Setup, trainable, fmt_quantized: bool) -> dict
     N = np.asarray(N, dtype=float)
     mp, tp = float(s.tp * s.pp), float(s.tp)
     prof = training_profile(s.engine, s.framework_as_of)
-    prec = PRECISIONS["mixed" if steps_fp32_copies(s) else (s.precision or prof.precision)]
+    prec = PRECISIONS["mixed" if _fp32_copies(s, prof) else (s.precision or prof.precision)]
     opt_name = s.optimizer or ("paged-adamw" if s.mode == "qlora" else "adamw")
     opt = OPTIMIZERS[opt_name]
     state_b = opt.state_bytes if opt.state_bytes is not None else prec["state"]
@@ -295,7 +295,10 @@ def steps_fp32_copies(s: Setup) -> bool:
     steps it, and DeepSpeed's optimizers step fp32 copies of the 16-bit parameters whatever dtype the model was loaded
     in (runtime/zero/stage_1_and_2.py single_partition_of_fp32_groups, stage3.py fp32_partitioned_groups_flat,
     runtime/bf16_optimizer.py fp32_groups_flat_partition)."""
-    prof = training_profile(s.engine, s.framework_as_of)
+    return _fp32_copies(s, training_profile(s.engine, s.framework_as_of))
+
+
+def _fp32_copies(s: Setup, prof: TrainingProfile) -> bool:
     return (s.precision or prof.precision) == "bf16" and _deepspeed(s, prof)
 
 

@@ -259,10 +259,9 @@ def _dtype_tflops(gpu: Gpu, dtype: str, engine: str | None, quantized: bool = Fa
     prof = ENGINE_PROFILES.get(engine or "")
     if t is None or prof is None or dtype not in ("fp16", "bf16"):
         return t
-    fp32 = gpu.column("fp32")
-    if prof.no_slow_fp16 and fp32 is not None and t < fp32:
-        int8 = gpu.column("int8") if quantized else None
-        return max(fp32, int8 or 0.0)
+    fp32 = gpu.column("fp32") if prof.no_slow_fp16 else None
+    if fp32 is not None and t < fp32:
+        return max(fp32, (gpu.column("int8") if quantized else None) or 0.0)
     if prof.fp16_accumulate:
         t *= gpu.fp16_accumulate_factor
     return t
