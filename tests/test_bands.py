@@ -131,3 +131,37 @@ def test_a_run_whose_allocator_cache_passes_the_card_fits_tight_not_no():
     small = _fit(*args[:-1], "a100-40gb-sxm")["fits"][0]
     assert small["min_gpus"] is None and small["verdict"] == "no"
     assert "without the allocator's cache it gives back" in small["reason"]
+
+
+def test_the_cheapest_card_says_when_it_holds_the_run_only_inside_the_band():
+    """QLoRA of an 8B model at 2,048 tokens: the cheapest new card that holds the estimate (a 16 GB card) holds it
+    only inside the error band, so a run at the band's high end runs out of memory at the first step. The CLI says
+    so, and names the cheapest card on the same basis that holds the band's high end too; the page marks the card in
+    its cost table with the same verdict."""
+    args = ("--model", "llama-3-8b", "--quant", "bnb-nf4-dq", "--mode", "qlora", "--context", "2048",
+            "--engine", "transformers")
+    d = _fit(*args)
+    fits = {f["gpu"]: f for f in d["fits"]}
+    cheap = {c["basis"]: c for c in d["cheapest"]}
+    safe = {c["basis"]: c for c in d["cheapest_holding_band"]}
+    new = cheap["new"]
+    assert new["verdict"] == "within_band"
+    f = fits[new["gpu"]]
+    assert f["per_gpu_gib"] <= f["usable_gib"] < f["need_high_gib"]       # holds the estimate, not the band's top
+    held = fits[safe["new"]["gpu"]]
+    assert held["verdict"] == "fits" and held["need_high_gib"] <= held["usable_gib"]
+    assert safe["new"]["cost"] > new["cost"] and held["vram_gib"] > f["vram_gib"]
+    for basis, c in cheap.items():                   # a basis whose cheapest already holds the band: the same card
+        if c["verdict"] == "fits":
+            assert safe[basis]["gpu"] == c["gpu"]
+    text = run_cli("fit", *args).stdout
+    assert f"cheapest new: 1 × {new['name']} = {new['cost']:,.2f} USD; within the error band: test before buying" in text
+    assert f"cheapest new that holds the band's high end: 1 × {safe['new']['name']}" in text
+    page = QuantFitPage(model="llama-3-8b", quant="bnb-nf4-dq", mode="qlora", engine="transformers", context=2048)
+    rows = {r["gpu"]: r for r in page.results_record()["speed"]}
+    assert rows[new["gpu"]]["verdict"] == "within_band" and rows[held["gpu"]]["verdict"] == "fits"
+    assert all(r["verdict"] == fits[g]["verdict"] for g, r in rows.items())
+    assert f"{new['name']} <span class='gc-warn'>(within the error band: test before buying)</span>" in page.speed_html.value
+    zh = QuantFitPage(model="llama-3-8b", quant="bnb-nf4-dq", mode="qlora", engine="transformers", context=2048,
+                      lang="zh")
+    assert "落在误差带之内" in zh.speed_html.value

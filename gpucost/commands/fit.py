@@ -91,14 +91,22 @@ def run(args: argparse.Namespace):
     fits = card_fits(spec, fmt, est.setup, cards)
     out = est.to_dict()
     out["band"] = memory_band(est, cat)
-    out["fits"] = [{**f.to_dict(), **fit_verdict(f, est, cat)} for f in fits]
+    verdicts = {f.gpu: fit_verdict(f, est, cat) for f in (fits if not args.gpu else card_fits(spec, fmt, est.setup,
+                                                                                              cat.gpus))}
+    out["fits"] = [{**f.to_dict(), **verdicts[f.gpu]} for f in fits]
     if args.gpu:
         vram = float(cards["vram_gib"].iloc[0])
         out["max_context"] = max_context(spec, fmt, est.setup, vram)
         out["max_batch"] = max_batch(spec, fmt, est.setup, vram)
     table = card_table(cat, args.currency.upper())
     all_fits = fits if not args.gpu else card_fits(spec, fmt, est.setup, cat.gpus)
-    out["cheapest"] = [c.to_dict() for c in cheapest_cards(all_fits, table, args.currency.upper())]
+    cur = args.currency.upper()
+    # the cheapest card that holds the estimate may hold it only inside the error band (an out-of-memory at the first
+    # step for the runs above the estimate): each says which, and the cheapest that holds the band's high end too
+    out["cheapest"] = [{**c.to_dict(), "verdict": verdicts[c.gpu]["verdict"] if c.gpu else None}
+                       for c in cheapest_cards(all_fits, table, cur)]
+    out["cheapest_holding_band"] = [c.to_dict() for c in cheapest_cards(
+        [f for f in all_fits if verdicts[f.gpu]["verdict"] == "fits"], table, cur)]
     return out
 
 
@@ -119,9 +127,18 @@ def render_text(r) -> str:
                      + ("; within the error band: test before buying" if f["verdict"] == "within_band" else "")
                      + (f"; nvidia-smi shows ~{f['occupied_gib']:.1f} GiB (pre-allocated)"
                         if f["occupied_gib"] and f["per_gpu_gib"] and f["occupied_gib"] > f["per_gpu_gib"] + 0.05 else ""))
+    safe = {c["basis"]: c for c in r.get("cheapest_holding_band", [])}
     for c in r["cheapest"]:
         if c["gpu"]:
-            lines.append(f"cheapest {c['basis']}: {c['count']} × {c['name']} = {c['cost']:,.2f} {c['currency']}"
-                         + (f" {c['unit']}" if c["unit"] else ""))
+            lines.append(f"cheapest {c['basis']}: {_card_cost(c)}"
+                         + ("; within the error band: test before buying" if c["verdict"] == "within_band" else ""))
+            s = safe.get(c["basis"])
+            if c["verdict"] == "within_band" and s is not None:
+                lines.append(f"cheapest {c['basis']} that holds the band's high end: "
+                             + (_card_cost(s) if s["gpu"] else "none in the catalog"))
     lines += [f"note: {n}" for n in r["notes"]]
     return "\n".join(lines)
+
+
+def _card_cost(c: dict) -> str:
+    return f"{c['count']} × {c['name']} = {c['cost']:,.2f} {c['currency']}" + (f" {c['unit']}" if c["unit"] else "")

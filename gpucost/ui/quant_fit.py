@@ -372,6 +372,8 @@ class QuantFitPage(Page):
         cards = [recs[f.gpu] for f in self.fits]
         counts = np.array([f.min_gpus if f.min_gpus else np.nan for f in self.fits], dtype=float)
         cur, own = self.state.currency, Ownership()
+        # whether each card holds the setup beyond the error band's high end or only inside it (the CLI's verdict)
+        verdict = {f.gpu: fit_verdict(f, self.est, self.catalog)["verdict"] for f in self.fits}
         rows = []
         if s.mode == "inference":
             tps = decode_speed_cards(spec, fmt, cards, counts, batch=s.batch, context=s.context, engine=s.engine,
@@ -381,7 +383,8 @@ class QuantFitPage(Page):
             lo, hi = (b.low, b.high) if b else (math.nan, math.nan)
             for f, n, t in zip(self.fits, counts, tps, strict=True):
                 if np.isfinite(t):
-                    rows.append({"gpu": f.gpu, "name": f.name, "gpus": int(n), "tokens_per_s": float(t),
+                    rows.append({"gpu": f.gpu, "name": f.name, "gpus": int(n), "verdict": verdict[f.gpu],
+                                 "tokens_per_s": float(t),
                                  "tokens_per_s_low": float(t) * lo, "tokens_per_s_high": float(t) * hi,
                                  **token_costs(self.catalog, f.gpu, float(t), int(n), cur, own)})
         else:
@@ -394,7 +397,8 @@ class QuantFitPage(Page):
                                        micro_batch=s.batch, zero=s.zero, catalog=self.catalog)
                 except GpucostError:
                     continue
-                rows.append({"gpu": f.gpu, "name": f.name, "gpus": f.min_gpus, "tokens_per_s": te.tokens_per_s,
+                rows.append({"gpu": f.gpu, "name": f.name, "gpus": f.min_gpus, "verdict": verdict[f.gpu],
+                             "tokens_per_s": te.tokens_per_s,
                              "hours": te.hours, **job_costs(self.catalog, f.gpu, te.hours, f.min_gpus, cur, own)})
         rows.sort(key=lambda x: (x["cloud"] is None, x["cloud"] or 0.0))
         self.speed_rows = rows
@@ -516,6 +520,12 @@ class QuantFitPage(Page):
                                   f"<div class='gc-wide'><table><thead><tr><th>{html.escape(self.t('fit_col_card'))}</th>"
                                   f"{head}</tr></thead><tbody>{''.join(rows)}</tbody></table></div></details>")
 
+    def _card_cell(self, r: dict) -> str:
+        """The card's name; marked where it holds the setup only inside the error band."""
+        mark = (f" <span class='gc-warn'>({html.escape(self.t('fit_mark_within_band'))})</span>"
+                if r["verdict"] == "within_band" else "")
+        return f"<td class='gc-l'>{html.escape(r['name'])}{mark}</td>"
+
     def _draw_speed(self, s: Setup) -> None:
         cur = self.state.currency
         t = self.t
@@ -523,7 +533,7 @@ class QuantFitPage(Page):
             heads = [t("fit_col_card"), t("fit_col_gpus"), t("fit_col_tps", batch=s.batch), t("fit_col_tps_band"),
                      t("fit_col_cost_cloud", cur=cur), t("fit_col_cost_new", cur=cur), t("fit_col_cost_used", cur=cur)]
             body = "".join(
-                f"<tr data-id='{r['gpu']}'><td class='gc-l'>{html.escape(r['name'])}</td><td>{r['gpus']}</td>"
+                f"<tr data-id='{r['gpu']}'>{self._card_cell(r)}<td>{r['gpus']}</td>"
                 f"<td>{r['tokens_per_s']:,.1f}</td><td>{_fmt(r['tokens_per_s_low'], 0)}–{_fmt(r['tokens_per_s_high'], 0)}</td>"
                 f"<td>{_fmt(r['cloud'], 3)}</td><td>{_fmt(r['new'], 3)}</td>"
                 f"<td>{_fmt(r['used'], 3)}</td></tr>" for r in self.speed_rows)
@@ -533,7 +543,7 @@ class QuantFitPage(Page):
                      t("fit_col_run_cost", cur=cur), t("fit_col_run_cost_new", cur=cur),
                      t("fit_col_run_cost_used", cur=cur)]
             body = "".join(
-                f"<tr data-id='{r['gpu']}'><td class='gc-l'>{html.escape(r['name'])}</td><td>{r['gpus']}</td>"
+                f"<tr data-id='{r['gpu']}'>{self._card_cell(r)}<td>{r['gpus']}</td>"
                 f"<td>{r['tokens_per_s']:,.0f}</td><td>{r['hours']:,.1f}</td><td>{_fmt(r['cloud'], 2)}</td>"
                 f"<td>{_fmt(r['new'], 2)}</td><td>{_fmt(r['used'], 2)}</td></tr>"
                 for r in self.speed_rows)
