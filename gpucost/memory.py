@@ -615,6 +615,8 @@ def estimate(spec: ModelSpec, fmt: QuantFormat, setup: Setup | None = None, **kw
             notes.append(Message("mn_trtllm", fraction=f"{prof.preallocate_fraction:g}"))
         if not spec.is_llm:
             notes.append(Message("mn_diffusion"))
+        if s.engine == "llama.cpp" and fmt.id == "mxfp4" and spec.is_moe:
+            notes.append(Message("mn_mxfp4_gguf"))
     bd = Breakdown(**{k: float(b[k].reshape(-1)[0]) / GIB for k in
                       ("weights", "kv_cache", "activations", "gradients", "optimizer", "overhead")})
     return Estimate(model=spec.id, quant=fmt.id, setup=s, per_gpu=bd, cpu_gib=float(b["cpu"].reshape(-1)[0]) / GIB,

@@ -62,6 +62,9 @@ GGUF_FTYPES = {
     "q4_1": ("Q4_1", "Q4_1"), "q5_0": ("Q5_0", "Q5_0"), "q5_1": ("Q5_1", "Q5_1"), "iq1_s": ("IQ1_S", "IQ1_S"),
     "iq1_m": ("IQ1_M", "IQ1_M"), "iq2_xxs": ("IQ2_XXS", "IQ2_XXS"), "iq2_m": ("IQ2_M", "IQ2_S"),
     "iq3_s": ("IQ3_S", "IQ3_S"), "iq3_m": ("IQ3_M", "IQ3_S"),
+    # llama_tensor_get_type: a 3-D tensor (ne[2] > 1: the MoE experts) MXFP4, output.weight and any other
+    # quantizable tensor Q8_0 — the ggml-org, bartowski and LM Studio gpt-oss GGUFs (llama-bench: "MXFP4 MoE")
+    "mxfp4_moe": ("MXFP4_MOE", "Q8_0"),
 }
 #: the file types llama.cpp quantizes by its low-bit branch (IQ2_XXS, IQ2_XS, IQ2_S, IQ2_M, IQ1_S, IQ1_M)
 LOW_BIT_FTYPES = ("IQ2_XS", "IQ2_XXS", "IQ1_S", "IQ1_M", "IQ2_M")
@@ -295,6 +298,10 @@ _LAYER_RULES = {"attn_v": _attn_v, "attn_k": _attn_k, "attn_q": _attn_q, "attn_o
 def _layer_types(r: _Rules, kind: str, layers: np.ndarray) -> np.ndarray:
     """The type of each layer's ``kind`` tensor."""
     types = np.full(len(layers), r.base, dtype=object)
+    if r.ftype == "MXFP4_MOE":
+        if kind.endswith("_exps"):
+            types[:] = "MXFP4"
+        return types
     if r.ftype in LOW_BIT_FTYPES:
         _iq2_xs(r, kind, types, layers)
     elif kind.startswith("ffn_down"):

@@ -513,3 +513,31 @@ def test_transformers_before_4_36_holds_two_kv_caches(cat):
     # other engines have no such date
     vllm = replace(s, engine="vllm", framework_as_of="2023-11-29")
     assert estimate(l2, fp16, vllm).per_gpu.kv_cache == pytest.approx(24.0)
+
+
+def test_llamacpp_gpt_oss_files_keep_attention_and_head_in_q8_0(cat):
+    """llama-bench prints ggml-org's gpt-oss GGUFs as 'gpt-oss 20B MXFP4 MoE 11.27 GiB' and 'gpt-oss 120B MXFP4 MoE
+    59.02 GiB' (corpus rows of llamacpp-benches-dgx-spark and llama.cpp discussion #15396): the MXFP4_MOE file type
+    stores the experts in MXFP4 and every other tensor in Q8_0. The safetensors checkpoint (format mxfp4) keeps those
+    in BF16: 13.76 GB for gpt-oss-20b on the Hub (corpus row fs028). A decode step reads about 1.1 GB less."""
+    from gpucost.records import gpu
+    from gpucost.speed import speed
+
+    moe, st = fmt(cat, "mxfp4_moe"), fmt(cat, "mxfp4")
+    small, big = spec(cat, "gpt-oss-20b"), spec(cat, "gpt-oss-120b")
+    assert weights_file_gib(small, moe) == pytest.approx(11.27, rel=0.005)
+    assert weights_file_gib(big, moe) == pytest.approx(59.02, rel=0.005)
+    assert weights_file_gib(small, st) * GIB / 1e9 == pytest.approx(13.76, rel=0.01)
+    g = gpu(cat, "rtx-4090")
+    a = speed(small, moe, g, batch=1, context=128, engine="llama.cpp", catalog=cat).bytes_per_step
+    b = speed(small, st, g, batch=1, context=128, engine="llama.cpp", catalog=cat).bytes_per_step
+    assert (b - a) / 1e9 == pytest.approx(1.1, abs=0.1)
+    # asked for the safetensors format in llama.cpp, the answer says which file llama.cpp users mostly have
+    plain = estimate(small, st, Setup(engine="llama.cpp", context=4096))
+    gguf = estimate(small, moe, Setup(engine="llama.cpp", context=4096))
+    assert "choose mxfp4_moe" in " ".join(plain.notes) and "mxfp4_moe" not in " ".join(gguf.notes)
+    # on the card: the file's difference less the token-embedding table's, which llama.cpp keeps in host memory
+    from gpucost.quant import weight_bytes
+    embd = (weight_bytes(small, st).embed - weight_bytes(small, moe).embed) / GIB
+    assert plain.per_gpu.weights - gguf.per_gpu.weights == pytest.approx(
+        weights_file_gib(small, st) - weights_file_gib(small, moe) - embd, rel=0.02)

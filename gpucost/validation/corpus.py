@@ -32,7 +32,7 @@ without a column are read from its notes):
   says was misconfigured, a run it superseded) stays in the corpus for the record, with the source's words, but
   is neither fitted on nor judged.
 * Decode speed: batch-1 rows per sequence; a batch row is the aggregate over the batch when its notes say
-  so, else per sequence; the KV length is prompt + generated / 2. A row whose notes carry
+  so ("aggregate", "summed over the batch"), else per sequence; the KV length is prompt + generated / 2. A row whose notes carry
   ``[gpucost: the time includes the prefill]`` timed a whole generate() of a fixed batch (its source says so): its
   estimate is the batch's prompts prefilled in one forward pass, then a decode step for each further token; such a
   row is judged, never fitted on. A figure per GPU (``tokens/s/gpu``) is the whole run's divided by its cards. Prefill: a prompt of ``prompt_tokens``
@@ -444,8 +444,12 @@ def includes_prefill(row: dict) -> bool:
     return INCLUDES_PREFILL in str(row.get("notes") or "")
 
 
+#: how a row's notes say its batch figure is the batch's total, not one sequence's
+_AGGREGATE = re.compile(r"aggregate|summed over the batch|sum over the batch")
+
+
 def _aggregate(row: dict) -> bool:
-    return _int(row.get("batch"), 1) > 1 and "aggregate" in str(row.get("notes") or "").lower()
+    return _int(row.get("batch"), 1) > 1 and _AGGREGATE.search(str(row.get("notes") or "").lower()) is not None
 
 
 _CPU_MOE = re.compile(r"^cpu-moe:(\d+|all)$")
