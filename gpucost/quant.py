@@ -63,7 +63,7 @@ GGUF_FTYPES = {
     "iq1_m": ("IQ1_M", "IQ1_M"), "iq2_xxs": ("IQ2_XXS", "IQ2_XXS"), "iq2_m": ("IQ2_M", "IQ2_S"),
     "iq3_s": ("IQ3_S", "IQ3_S"), "iq3_m": ("IQ3_M", "IQ3_S"),
     # llama_tensor_get_type: a 3-D tensor (ne[2] > 1: the MoE experts) MXFP4, output.weight and any other
-    # quantizable tensor Q8_0 — the ggml-org, bartowski and LM Studio gpt-oss GGUFs (llama-bench: "MXFP4 MoE")
+    # quantizable tensor Q8_0 — ggml-org's and bartowski's gpt-oss GGUFs (llama-bench: "MXFP4 MoE")
     "mxfp4_moe": ("MXFP4_MOE", "Q8_0"),
 }
 #: the file types llama.cpp quantizes by its low-bit branch (IQ2_XXS, IQ2_XS, IQ2_S, IQ2_M, IQ1_S, IQ1_M)

@@ -289,8 +289,8 @@ def test_bands_hold_eight_in_ten_measurements_of_documents_left_out(results, cat
 #: prefill was from the eighth blind round, 10 of 97 rows above, until the tenth round's P40 rows — 0.6 % of their
 #: measurement when llama.cpp was priced at the P40's FP16 rate — were estimated on its int8 path: 10 of 105)
 MISSED_SIDES: dict[str, str] = {
-    "serving_ttft": "since the eleventh blind round's refit (the MoE share 0.15 -> 0.25) 15 of 147 TTFTs of documents "
-                    "left out measure below the band's low end, which is already the other documents' minimum: README",
+    "serving_ttft": "since the eleventh blind round's refit 15 of 147 TTFTs of documents left out measure below the "
+                    "band's low end, which is already the other documents' minimum: README",
 }
 
 

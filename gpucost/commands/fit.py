@@ -88,18 +88,18 @@ def run(args: argparse.Namespace):
     if args.gpu:
         gid = cat.gpu_id(args.gpu)
         cards = cards[cards["id"] == gid]
-    fits = card_fits(spec, fmt, est.setup, cards)
+    all_fits = card_fits(spec, fmt, est.setup, cat.gpus)
+    shown = set(cards["id"])
+    fits = [f for f in all_fits if f.gpu in shown]
     out = est.to_dict()
     out["band"] = memory_band(est, cat)
-    verdicts = {f.gpu: fit_verdict(f, est, cat) for f in (fits if not args.gpu else card_fits(spec, fmt, est.setup,
-                                                                                              cat.gpus))}
+    verdicts = {f.gpu: fit_verdict(f, est, cat) for f in all_fits}
     out["fits"] = [{**f.to_dict(), **verdicts[f.gpu]} for f in fits]
     if args.gpu:
         vram = float(cards["vram_gib"].iloc[0])
         out["max_context"] = max_context(spec, fmt, est.setup, vram)
         out["max_batch"] = max_batch(spec, fmt, est.setup, vram)
     table = card_table(cat, args.currency.upper())
-    all_fits = fits if not args.gpu else card_fits(spec, fmt, est.setup, cat.gpus)
     cur = args.currency.upper()
     # the cheapest card that holds the estimate may hold it only inside the error band (an out-of-memory at the first
     # step for the runs above the estimate): each says which, and the cheapest that holds the band's high end too
