@@ -553,6 +553,11 @@ _MAX_MODEL_LEN = re.compile(r"--max[-_]model[-_]len[ =](\d+)")
 #: a client that sends requests at a stated finite rate (``--request-rate 10``, ``request rate 2 req/s``)
 _REQUEST_RATE = re.compile(r"request[- _]rate[ =:]+(\d+(?:\.\d+)?)(?![\d.])", re.IGNORECASE)
 
+#: a client that sends every request at once (bench_serving with no request rate, whose default is inf, and no
+#: --max-concurrency): what the replay does with no concurrency, so its latencies are estimated, not only its throughput
+_ALL_AT_ONCE = re.compile(r"request[- _]rate (?:default )?inf\b|all (?:\d+ )?requests (?:sent |released )?at once",
+                          re.IGNORECASE)
+
 _KV_FP8 = re.compile(r"kv[-_]cache[-_]dtype[ =]fp8", re.IGNORECASE)
 #: vLLM's benchmark_throughput.py and bench_serving send 1,000 prompts unless told otherwise (--num-prompts default)
 DEFAULT_PROMPTS = 1000
@@ -563,6 +568,13 @@ def offered_rate(row: dict) -> float | None:
     an unbounded rate (``inf``) or none stated."""
     m = _REQUEST_RATE.search(str(row.get("notes") or ""))
     return float(m.group(1)) if m and float(m.group(1)) > 0 else None
+
+
+def sent_at_once(row: dict) -> bool:
+    """Whether a serving row's client sent every request at once: no concurrency, no finite rate, and notes that
+    say so (``request rate default inf``, ``all 1000 requests sent at once``)."""
+    return (not _int(row.get("concurrency"), 0) and offered_rate(row) is None
+            and _ALL_AT_ONCE.search(str(row.get("notes") or "")) is not None)
 
 
 def _first_int(m: re.Match | None) -> int | None:
@@ -674,7 +686,7 @@ def _row_schedule(row: dict, spec, fmt, gpu: Gpu):
     conc = _int(row.get("concurrency"), 0) or None
     if conc is None and engine == "llama.cpp":
         raise GpucostError("llama.cpp serves a fixed number of slots: the concurrency is not stated")
-    if row["category"] != "serving_throughput" and conc is None:
+    if row["category"] != "serving_throughput" and conc is None and not sent_at_once(row):
         raise GpucostError("a latency under an open-loop request rate (no concurrency stated) is not estimated")
     per, replicas = _replica_gpus(row)
     clients = None if conc is None else max(1, conc // replicas)
